@@ -1,0 +1,40 @@
+"""Backends: the same four forms of linear attention on different engines (chapter 9).
+
+Every backend module exposes
+
+- ``FORMS``: {form name: kernel}; a kernel takes ``(phi_q, phi_k, v, causal, eps)``
+  (the chunkwise one also ``chunk_size``) with features [..., N_q, m], [..., N, m]
+  and values [..., N, d_v], and returns [..., N_q, d_v] in the inputs' dtype;
+- ``to_backend(q, k, v) -> (q, k, v, restore)``: the inputs in the backend's array
+  type, and the function that turns an output back into the caller's type.
+
+Optional engines are imported only when asked for, so ``import lattn_edu`` never
+needs numba or torch, and a missing one names the command that installs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+from .._checks import check_choice
+
+BACKENDS = ("numpy", "numba", "torch")
+_MODULES = {"numpy": "numpy_backend", "numba": "numba_backend", "torch": "torch_backend"}
+_INSTALL = {"numba": "pip install numba", "torch": "pip install 'lattn_edu[torch]' (or torch==2.13.0)"}
+
+
+def available_backends() -> tuple[str, ...]:
+    """The backends whose engine is importable here, e.g. ('numpy', 'numba', 'torch')."""
+    return tuple(name for name in BACKENDS
+                 if name == "numpy" or importlib.util.find_spec(name) is not None)
+
+
+def get_backend(name: str) -> ModuleType:
+    """The backend module for ``name``; ``ImportError`` naming the install command if missing."""
+    check_choice(name, "backend", BACKENDS)
+    if name not in available_backends():
+        raise ImportError(f"backend={name!r} needs the {name} package, which is not installed; "
+                          f"install it with: {_INSTALL[name]}")
+    return importlib.import_module(f"{__name__}.{_MODULES[name]}")

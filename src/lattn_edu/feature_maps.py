@@ -1,0 +1,233 @@
+"""Kernel feature maps φ: R^d -> R^m (chapters 2 and 6).
+
+Linear attention replaces the softmax weight exp(q·k) by a kernel that factorises,
+sim(q, k) = φ(q)·φ(k). Every map here works on numpy arrays and on torch tensors
+(same function, the array's own namespace), so all backends share one definition.
+
+A feature map may also offer ``query_features`` and ``key_features``: versions that
+differ from the plain map only by factors that cancel in the normalised output.
+:class:`FavorPlus` uses them to stay finite for long sequences and large norms.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ._checks import as_float_array, check_finite, check_positive_int, is_torch_tensor
+
+
+def _namespace(x: Any) -> Any:
+    """numpy, or torch for a tensor: the functions below use only names both share."""
+    if is_torch_tensor(x):
+        import torch
+
+        return torch
+    return np
+
+
+def _max_over(x: Any, axes: tuple[int, ...]) -> Any:
+    """Maximum over ``axes``, keeping them, for numpy arrays and torch tensors."""
+    if is_torch_tensor(x):
+        return x.amax(dim=axes, keepdim=True)
+    return x.max(axis=axes, keepdims=True)
+
+
+def elu_plus_one(x: Any) -> Any:
+    """φ(x) = elu(x) + 1, elementwise: x + 1 for x > 0, exp(x) otherwise. Always > 0.
+
+    Katharopoulos et al. (2020): m = d, cheap, strictly positive.
+    """
+    x = as_float_array(x, "x")
+    xp = _namespace(x)
+    # exp of the clipped value: exp(x) on the positive side would overflow for large x.
+    return xp.where(x > 0, x + 1, xp.exp(xp.minimum(x, 0 * x)))
+
+
+def relu_feature_map(x: Any) -> Any:
+    """φ(x) = max(x, 0): non-negative, but a whole row can be zero (denominator 0 + eps)."""
+    x = as_float_array(x, "x")
+    return _namespace(x).maximum(x, 0 * x)
+
+
+def identity_feature_map(x: Any) -> Any:
+    """φ(x) = x: the map that breaks the rules. Weights φ(q)·φ(k) can be negative,
+    so the denominator can vanish or change sign (chapter 2 shows what goes wrong)."""
+    return as_float_array(x, "x")
+
+
+FEATURE_MAPS: dict[str, Callable[[Any], Any]] = {
+    "elu+1": elu_plus_one,
+    "relu": relu_feature_map,
+    "identity": identity_feature_map,
+}
+
+
+def exp_kernel(q: Any, k: Any) -> Any:
+    """The exact softmax kernel exp(q_i·k_j), materialised: [..., N_q, d], [..., N, d] -> [..., N_q, N]."""
+    q, k = as_float_array(q, "q"), as_float_array(k, "k")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"k must have the same d as q ({q.shape[-1]}); got shape {tuple(k.shape)}")
+    return _namespace(q).exp(q @ k.swapaxes(-1, -2))
+
+
+def _gaussian_projection(d: int, m: int, orthogonal: bool, rng: np.random.Generator) -> np.ndarray:
+    """Random directions w_r ~ N(0, I_d), [m, d]; orthogonal within blocks of d rows.
+
+    Orthogonal rows keep each row's marginal N(0, I_d) (norms drawn from the chi
+    distribution), so the estimator stays unbiased while its variance drops.
+    """
+    if not orthogonal:
+        return rng.standard_normal((m, d))
+    blocks = []
+    for start in range(0, m, d):
+        q_mat, _ = np.linalg.qr(rng.standard_normal((d, d)))  # [d, d] orthonormal columns
+        blocks.append(q_mat.T[: min(d, m - start)])
+    directions = np.concatenate(blocks, axis=0)  # [m, d] unit rows
+    norms = np.linalg.norm(rng.standard_normal((m, d)), axis=1)  # chi_d samples
+    return directions * norms[:, None]
+
+
+class _RandomFeatures:
+    """Shared parts of the random-feature maps: the projection and input checks."""
+
+    def __init__(self, d: int, num_projections: int, orthogonal: bool, seed: int) -> None:
+        self.d = check_positive_int(d, "d")
+        check_positive_int(num_projections, "m")
+        if not isinstance(orthogonal, (bool, np.bool_)):
+            raise TypeError(f"orthogonal must be True or False; got {orthogonal!r}")
+        self.orthogonal = bool(orthogonal)
+        self.seed = seed
+        rng = np.random.default_rng(seed)
+        self.projection = _gaussian_projection(self.d, num_projections, self.orthogonal, rng)  # [m, d]
+
+    def _project(self, x: Any) -> tuple[Any, Any, Any]:
+        """Check x [..., N, d]; return (xp, x, W x) with W x of shape [..., N, num_projections]."""
+        x = as_float_array(x, "x")
+        if x.ndim < 1 or x.shape[-1] != self.d:
+            raise ValueError(f"x must have shape [..., {self.d}] (d={self.d}); got {tuple(x.shape)}")
+        check_finite(x, "x")
+        xp = _namespace(x)
+        if is_torch_tensor(x):
+            w = xp.as_tensor(self.projection, dtype=x.dtype, device=x.device)
+        else:
+            w = self.projection.astype(x.dtype, copy=False)
+        return xp, x, x @ w.T
+
+
+class FavorPlus(_RandomFeatures):
+    """Performer's positive random features (FAVOR+, Choromanski et al. 2021).
+
+    φ(x)_r = exp(w_r·x - ||x||²/2) / √m, with E[φ(q)·φ(k)] = exp(q·k) exactly.
+    To approximate softmax(q·k/√d), feed q and k scaled by d**-0.25.
+
+    Parameters
+    ----------
+    d : int
+        Input width.
+    m : int
+        Number of random features (output width).
+    orthogonal : bool
+        Draw the directions w_r orthogonal within blocks of d (lower variance).
+    seed : int
+        Seed of the projection; the same seed gives the same features.
+
+    Calling the object on x [..., N, d] returns φ(x) [..., N, m].
+    """
+
+    def __init__(self, d: int, m: int, orthogonal: bool = True, seed: int = 0) -> None:
+        super().__init__(d, m, orthogonal, seed)
+        self.m = int(m)
+
+    def __repr__(self) -> str:
+        return f"FavorPlus(d={self.d}, m={self.m}, orthogonal={self.orthogonal}, seed={self.seed})"
+
+    def log_features(self, x: Any) -> Any:
+        """log φ(x) = w·x - ||x||²/2 - ½ log m, [..., N, m]: finite for any finite x."""
+        xp, x, wx = self._project(x)
+        return wx - 0.5 * (x * x).sum(-1, keepdims=True) - 0.5 * np.log(self.m)
+
+    def __call__(self, x: Any) -> Any:
+        """φ(x) [..., N, m], the exact (unscaled) features."""
+        return _namespace(x).exp(self.log_features(x))
+
+    def query_features(self, q: Any) -> Any:
+        """φ(q) divided by its own row maximum: the factor cancels between numerator and
+        denominator of o_i, and every query's largest feature becomes exactly 1."""
+        log_phi = self.log_features(q)
+        return _namespace(log_phi).exp(log_phi - _max_over(log_phi, (-1,)))
+
+    def key_features(self, k: Any) -> Any:
+        """φ(k) divided by one constant per sequence (its largest feature over all
+        tokens): a common factor of every weight, so it cancels in o_i."""
+        log_phi = self.log_features(k)
+        if log_phi.ndim < 2:
+            raise ValueError(f"k must have shape [..., N, {self.d}]; got {tuple(k.shape)}")
+        return _namespace(log_phi).exp(log_phi - _max_over(log_phi, (-2, -1)))
+
+
+class TrigonometricFeatures(_RandomFeatures):
+    """Random Fourier features for the softmax kernel (the pre-Performer estimator).
+
+    φ(x) = exp(||x||²/2) / √(m/2) · [cos(W x), sin(W x)] with m/2 projections, so
+    E[φ(q)·φ(k)] = exp(q·k) too; but features and weights can be negative, and the
+    variance explodes where exp(q·k) is small (chapter 6 compares it with FAVOR+).
+
+    ``m`` is the output width and must be even.
+    """
+
+    def __init__(self, d: int, m: int, orthogonal: bool = False, seed: int = 0) -> None:
+        check_positive_int(m, "m")
+        if m % 2:
+            raise ValueError(f"m must be even for trigonometric features (cos and sin halves); got {m}")
+        super().__init__(d, m // 2, orthogonal, seed)
+        self.m = int(m)
+
+    def __repr__(self) -> str:
+        return (f"TrigonometricFeatures(d={self.d}, m={self.m}, "
+                f"orthogonal={self.orthogonal}, seed={self.seed})")
+
+    def __call__(self, x: Any) -> Any:
+        xp, x, wx = self._project(x)
+        scale = xp.exp(0.5 * (x * x).sum(-1, keepdims=True)) / np.sqrt(self.m / 2)
+        return scale * xp.concatenate([xp.cos(wx), xp.sin(wx)], -1)
+
+
+def resolve_feature_map(feature_map: Any) -> Callable[[Any], Any]:
+    """The callable behind a name ('elu+1', 'relu', 'identity') or a callable itself."""
+    if isinstance(feature_map, str):
+        if feature_map not in FEATURE_MAPS:
+            raise ValueError(f"feature_map must be one of {', '.join(map(repr, FEATURE_MAPS))} "
+                             f"or a callable on [..., N, d]; got {feature_map!r}")
+        return FEATURE_MAPS[feature_map]
+    if not callable(feature_map):
+        raise TypeError("feature_map must be a name "
+                        f"({', '.join(map(repr, FEATURE_MAPS))}) or a callable; "
+                        f"got {type(feature_map).__name__}")
+    return feature_map
+
+
+def apply_feature_maps(feature_map: Any, q: Any, k: Any) -> tuple[Any, Any]:
+    """(φ(q), φ(k)) with the map's query/key variants where it has them, checked.
+
+    The features must keep q's and k's leading axes and length, share a width m,
+    and be finite: a callable that breaks this gets a ``ValueError`` naming it.
+    """
+    phi = resolve_feature_map(feature_map)
+    phi_q = getattr(phi, "query_features", phi)(q)
+    phi_k = getattr(phi, "key_features", phi)(k)
+    for feats, x, role in ((phi_q, q, "q"), (phi_k, k, "k")):
+        if (not hasattr(feats, "shape") or feats.ndim != x.ndim
+                or tuple(feats.shape[:-1]) != tuple(x.shape[:-1])):
+            got = tuple(feats.shape) if hasattr(feats, "shape") else type(feats).__name__
+            raise ValueError(f"feature_map must map {role} of shape {tuple(x.shape)} to "
+                             f"[{', '.join(map(str, x.shape[:-1]))}, m]; got {got}")
+        if type(feats) is not type(x) or str(feats.dtype) != str(x.dtype):
+            raise TypeError(f"feature_map must return the same array type and dtype as its input "
+                            f"({type(x).__name__}, {x.dtype}); got {type(feats).__name__}, {feats.dtype}")
+        check_finite(feats, f"feature_map({role})")
+    if phi_q.shape[-1] != phi_k.shape[-1]:
+        raise ValueError("feature_map must give q and k the same width m; got "
+                         f"{phi_q.shape[-1]} and {phi_k.shape[-1]}")
+    return phi_q, phi_k

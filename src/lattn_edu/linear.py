@@ -1,0 +1,148 @@
+"""Linear attention in four forms that must agree (chapters 3, 4 and 9).
+
+    o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps),   S = Σ_j φ(k_j) v_jᵀ  [m, d_v],   z = Σ_j φ(k_j)  [m]
+
+with the sums over j <= i when causal. The four numpy functions below are the
+reference every backend is tested against. They take features, not raw q and k:
+``phi_q`` [..., N_q, m], ``phi_k`` [..., N, m], ``v`` [..., N, d_v].
+
+- ``quadratic``: build the N×N weight matrix φ(Q)φ(K)ᵀ, then normalise (O(N²)).
+- ``parallel``: move the parentheses, φ(Q)(φ(K)ᵀV) (O(N)); causal via prefix sums.
+- ``recurrent``: scan the tokens with a running state S_i, z_i (O(1) per token).
+- ``chunkwise``: quadratic inside chunks, a carried state between them (production kernels).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._checks import check_bool, check_choice, check_nonnegative_float, check_positive_int, check_qkv
+from .feature_maps import apply_feature_maps
+
+FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
+
+
+def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
+                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+    """(φ(Q)φ(K)ᵀ) V: materialise the N×N weights, then normalise each row."""
+    weights = phi_q @ phi_k.swapaxes(-1, -2)  # [..., N_q, N]
+    if causal:
+        weights = np.tril(weights)  # query i sees keys j <= i
+    numerator = weights @ v  # [..., N_q, d_v]
+    denominator = weights.sum(-1, keepdims=True)  # [..., N_q, 1]
+    return numerator / (denominator + eps)
+
+
+def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
+                              causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+    """φ(Q)(φ(K)ᵀV): contract the sequence axis first; causal uses prefix sums of states."""
+    if not causal:
+        state = phi_k.swapaxes(-1, -2) @ v  # S = φ(K)ᵀV   [..., m, d_v]
+        normaliser = phi_k.sum(-2)  # z = φ(K)ᵀ1   [..., m]
+        numerator = phi_q @ state  # [..., N_q, d_v]
+        denominator = (phi_q @ normaliser[..., None])  # [..., N_q, 1]
+        return numerator / (denominator + eps)
+    states = np.cumsum(phi_k[..., :, :, None] * v[..., :, None, :], axis=-3)  # S_i  [..., N, m, d_v]
+    normalisers = np.cumsum(phi_k, axis=-2)  # z_i  [..., N, m]
+    numerator = np.einsum("...nm,...nmv->...nv", phi_q, states)  # φ(q_i)ᵀ S_i
+    denominator = np.einsum("...nm,...nm->...n", phi_q, normalisers)[..., None]  # φ(q_i)ᵀ z_i
+    return numerator / (denominator + eps)
+
+
+def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
+                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+    """The RNN view: S_i = S_{i-1} + φ(k_i)v_iᵀ, z_i = z_{i-1} + φ(k_i), one token at a time."""
+    lead, (n_keys, m), d_v = phi_k.shape[:-2], phi_k.shape[-2:], v.shape[-1]
+    state = np.zeros(lead + (m, d_v), dtype=v.dtype)  # S  [..., m, d_v]
+    normaliser = np.zeros(lead + (m,), dtype=v.dtype)  # z  [..., m]
+    out = np.empty(phi_q.shape[:-1] + (d_v,), dtype=v.dtype)  # [..., N_q, d_v]
+    for i in range(n_keys):
+        state += phi_k[..., i, :, None] * v[..., i, None, :]  # rank-1 update
+        normaliser += phi_k[..., i, :]
+        if causal:
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
+    if not causal:  # every query reads the final state
+        for i in range(phi_q.shape[-2]):
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
+    return out
+
+
+def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: float) -> np.ndarray:
+    """o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps) for one position: [..., m] -> [..., d_v]."""
+    numerator = np.einsum("...m,...mv->...v", phi_q_i, state)
+    denominator = np.einsum("...m,...m->...", phi_q_i, normaliser)[..., None]
+    return numerator / (denominator + eps)
+
+
+def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
+                               causal: bool = False, eps: float = 1e-6,
+                               chunk_size: int = 64) -> np.ndarray:
+    """Chunks of C tokens: quadratic (masked) inside a chunk, the carried state S, z across chunks.
+
+    Work is O(N·C·m + N·m·d_v): matrix products of size C, the shape BLAS and tensor cores like.
+    """
+    if not causal:  # accumulate the state chunk by chunk, then one read for every query
+        state = sum(phi_k[..., s:s + chunk_size, :].swapaxes(-1, -2) @ v[..., s:s + chunk_size, :]
+                    for s in range(0, phi_k.shape[-2], chunk_size))
+        normaliser = phi_k.sum(-2)[..., None]  # [..., m, 1]
+        return (phi_q @ state) / (phi_q @ normaliser + eps)
+    lead, (n, m), d_v = phi_k.shape[:-2], phi_k.shape[-2:], v.shape[-1]
+    state = np.zeros(lead + (m, d_v), dtype=v.dtype)  # S before the chunk  [..., m, d_v]
+    normaliser = np.zeros(lead + (m, 1), dtype=v.dtype)  # z before the chunk  [..., m, 1]
+    out = np.empty(lead + (n, d_v), dtype=v.dtype)
+    for start in range(0, n, chunk_size):
+        chunk = slice(start, start + chunk_size)
+        q_c, k_c, v_c = phi_q[..., chunk, :], phi_k[..., chunk, :], v[..., chunk, :]  # [..., C, ·]
+        weights = np.tril(q_c @ k_c.swapaxes(-1, -2))  # intra-chunk  [..., C, C]
+        numerator = weights @ v_c + q_c @ state  # inside the chunk + everything before it
+        denominator = weights.sum(-1, keepdims=True) + q_c @ normaliser
+        out[..., chunk, :] = numerator / (denominator + eps)
+        state = state + k_c.swapaxes(-1, -2) @ v_c  # carry the chunk into the state
+        normaliser = normaliser + k_c.sum(-2)[..., None]
+    return out
+
+
+def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal: bool = False,
+                     form: str = "parallel", backend: str = "numpy", eps: float = 1e-6,
+                     chunk_size: int = 64) -> Any:
+    """Kernel (linear) attention o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps).
+
+    Parameters
+    ----------
+    q : array [..., N_q, d]
+    k : array [..., N, d]
+    v : array [..., N, d_v]
+        float32 or float64; leading (batch, head) axes optional and equal across q, k, v.
+        Causal attention needs N_q == N.
+    feature_map : 'elu+1' | 'relu' | 'identity' | callable [..., N, d] -> [..., N, m]
+    causal : bool
+        Query i sees keys j <= i only.
+    form : 'quadratic' | 'parallel' | 'recurrent' | 'chunkwise'
+        Four ways to compute the same output (they agree to rounding).
+    backend : 'numpy' | 'numba' | 'torch'
+        numpy is the reference; numba runs JIT kernels; torch takes tensors on any device.
+    eps : float
+        Guard added to every denominator.
+    chunk_size : int
+        Chunk length C of the chunkwise form.
+
+    Returns
+    -------
+    o : array [..., N_q, d_v], same dtype (and, for torch, same type and device) as v.
+    """
+    from .backends import get_backend
+
+    causal = check_bool(causal, "causal")
+    form = check_choice(form, "form", FORMS)
+    eps = check_nonnegative_float(eps, "eps")
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    kernels = get_backend(backend)
+    q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal))
+    phi_q, phi_k = apply_feature_maps(feature_map, q, k)
+    if form == "chunkwise":
+        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps, chunk_size)
+    else:
+        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps)
+    return restore(out)

@@ -1,0 +1,91 @@
+"""Softmax attention, materialised: the quadratic baseline (chapter 1).
+
+    O = softmax(Q Kᵀ · scale) V,   A = softmax(Q Kᵀ · scale)  is [N_q, N]
+
+The N×N matrix is the point: it is what linear attention avoids. Building it
+beyond a memory budget is refused with a message pointing at linear attention.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._checks import check_bool, check_qk, check_qkv, is_torch_tensor
+
+MAX_MATRIX_BYTES = 2**30  # 1 GiB of attention weights: far past anything the book needs
+
+
+def _check_scale(scale: Any, d: int) -> float:
+    if scale is None:
+        return 1.0 / math.sqrt(d)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating)):
+        raise TypeError(f"scale must be a positive float or None; got {type(scale).__name__} {scale!r}")
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be finite and > 0 (None means 1/sqrt(d)); got {scale}")
+    return float(scale)
+
+
+def _check_budget(q: np.ndarray, k: np.ndarray, max_matrix_bytes: int) -> None:
+    lead, n_q, n = q.shape[:-2], q.shape[-2], k.shape[-2]
+    needed = math.prod(lead) * n_q * n * q.dtype.itemsize
+    if needed > max_matrix_bytes:
+        raise ValueError(
+            f"softmax attention would materialise {math.prod(lead)} attention matrices of "
+            f"[{n_q}, {n}] = {needed / 2**30:.2f} GiB, above max_matrix_bytes="
+            f"{max_matrix_bytes / 2**30:.2f} GiB. Use lattn_edu.linear_attention, whose "
+            f"memory is O(N), or raise max_matrix_bytes if you really want the N×N matrix.")
+
+
+def softmax_attention_weights(q: Any, k: Any, causal: bool = False, scale: float | None = None,
+                              max_matrix_bytes: int = MAX_MATRIX_BYTES) -> np.ndarray:
+    """The attention matrix A = softmax(q kᵀ · scale), [..., N_q, d] x [..., N, d] -> [..., N_q, N].
+
+    Each row is a probability distribution over keys (causal: over keys j <= i).
+    """
+    causal = check_bool(causal, "causal")
+    q, k = check_qk(q, k, causal)
+    return _weights(q, k, causal, _check_scale(scale, q.shape[-1]), max_matrix_bytes)
+
+
+def _weights(q: np.ndarray, k: np.ndarray, causal: bool, scale: float,
+             max_matrix_bytes: int) -> np.ndarray:
+    if is_torch_tensor(q):
+        raise TypeError("softmax attention takes numpy arrays; got torch.Tensor "
+                        "(use torch.nn.functional.scaled_dot_product_attention for tensors)")
+    _check_budget(q, k, max_matrix_bytes)
+    logits = (q @ k.swapaxes(-1, -2)) * q.dtype.type(scale)  # [..., N_q, N]
+    if causal:
+        logits = np.where(np.tri(q.shape[-2], k.shape[-2], dtype=bool), logits, -np.inf)
+    logits -= logits.max(-1, keepdims=True)  # exp(x - max) never overflows; rows still sum to 1
+    weights = np.exp(logits)
+    return weights / weights.sum(-1, keepdims=True)
+
+
+def softmax_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
+                      max_matrix_bytes: int = MAX_MATRIX_BYTES) -> np.ndarray:
+    """Softmax attention O = softmax(q kᵀ · scale) v, with the N×N matrix built explicitly.
+
+    Parameters
+    ----------
+    q : array [..., N_q, d]
+    k : array [..., N, d]
+    v : array [..., N, d_v]
+        float32 or float64, equal leading axes. Causal needs N_q == N.
+    causal : bool
+        Query i sees keys j <= i only.
+    scale : float or None
+        Multiplies q·k; None means 1/sqrt(d).
+    max_matrix_bytes : int
+        Refuse (``ValueError``) to build attention matrices larger than this.
+
+    Returns
+    -------
+    o : array [..., N_q, d_v] in the inputs' dtype.
+    """
+    causal = check_bool(causal, "causal")
+    q, k, v = check_qkv(q, k, v, causal)
+    weights = _weights(q, k, causal, _check_scale(scale, q.shape[-1]), max_matrix_bytes)
+    return weights @ v

@@ -1,0 +1,164 @@
+"""Decoding state: linear attention's fixed [m, d_v] state vs softmax's growing KV cache (chapters 4, 5).
+
+    S_i = S_{i-1} + φ(k_i) v_iᵀ,   z_i = z_{i-1} + φ(k_i),   o_i = φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps)
+
+:class:`LinearAttentionState` holds S and z and never grows; :class:`SoftmaxKVCache`
+stores every past key and value, so its memory and per-token work grow with N.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._checks import as_float_array, check_finite, check_nonnegative_float, check_positive_int
+
+
+def _check_dtype(dtype: Any) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64; got {dtype}")
+    return dtype
+
+
+def _check_vector(x: Any, name: str, width: int, dtype: np.dtype) -> np.ndarray:
+    """One token [width] or a block of tokens [n, width], finite, cast to the state's dtype.
+
+    Plain lists such as [1, 0] are read as the state's dtype; arrays must already be float.
+    """
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x, dtype=dtype)
+    x = as_float_array(x, name)
+    if x.ndim not in (1, 2) or x.shape[-1] != width or x.shape[0] == 0:
+        raise ValueError(f"{name} must have shape [{width}] (one token) or [n, {width}] "
+                         f"(n tokens in order); got {tuple(x.shape)}")
+    check_finite(x, name)
+    return x.astype(dtype, copy=False)
+
+
+class LinearAttentionState:
+    """The running state of causal linear attention: S [m, d_v] and z [m].
+
+    Parameters
+    ----------
+    m : int
+        Feature width (length of φ(k)).
+    d_v : int
+        Value width.
+    dtype : float32 or float64
+    eps : float
+        Guard added to the denominator, as in :func:`lattn_edu.linear_attention`.
+
+    ``update`` adds tokens, ``read`` answers a query, ``step`` does both; memory stays
+    m·d_v + m numbers however many tokens arrive.
+    """
+
+    def __init__(self, m: int, d_v: int, dtype: Any = np.float64, eps: float = 1e-6) -> None:
+        self.m = check_positive_int(m, "m")
+        self.d_v = check_positive_int(d_v, "d_v")
+        self.dtype = _check_dtype(dtype)
+        self.eps = check_nonnegative_float(eps, "eps")
+        self.S = np.zeros((self.m, self.d_v), dtype=self.dtype)  # [m, d_v]
+        self.z = np.zeros(self.m, dtype=self.dtype)  # [m]
+        self.num_tokens = 0
+
+    def __repr__(self) -> str:
+        return (f"LinearAttentionState(m={self.m}, d_v={self.d_v}, dtype={self.dtype.name}, "
+                f"num_tokens={self.num_tokens})")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by S and z: constant in the number of tokens."""
+        return self.S.nbytes + self.z.nbytes
+
+    def update(self, phi_k: Any, v: Any) -> None:
+        """Add tokens: S += φ(k) vᵀ, z += φ(k). phi_k [m] or [n, m]; v [d_v] or [n, d_v]."""
+        phi_k = _check_vector(phi_k, "phi_k", self.m, self.dtype)
+        v = _check_vector(v, "v", self.d_v, self.dtype)
+        if phi_k.ndim != v.ndim or phi_k.shape[:-1] != v.shape[:-1]:
+            raise ValueError(f"phi_k and v must hold the same number of tokens; got shapes "
+                             f"{phi_k.shape} and {v.shape}")
+        phi_k, v = np.atleast_2d(phi_k), np.atleast_2d(v)  # [n, m], [n, d_v]
+        self.S += phi_k.T @ v  # sum of rank-1 outer products
+        self.z += phi_k.sum(0)
+        self.num_tokens += phi_k.shape[0]
+
+    def read(self, phi_q: Any) -> np.ndarray:
+        """o = φ(q)ᵀ S / (φ(q)ᵀ z + eps). phi_q [m] -> [d_v], or [n, m] -> [n, d_v]."""
+        phi_q = _check_vector(phi_q, "phi_q", self.m, self.dtype)
+        numerator = phi_q @ self.S  # [..., d_v]
+        denominator = phi_q @ self.z  # [...]
+        return numerator / (np.asarray(denominator)[..., None] + self.dtype.type(self.eps))
+
+    def step(self, phi_q: Any, phi_k: Any, v: Any) -> np.ndarray:
+        """One decoding step for one token: update with (φ(k), v), then read φ(q) -> [d_v]."""
+        for x, name in ((phi_q, "phi_q"), (phi_k, "phi_k"), (v, "v")):
+            if np.ndim(x) != 1:
+                raise ValueError(f"step takes one token: {name} must be 1-D; got shape {np.shape(x)}")
+        self.update(phi_k, v)
+        return self.read(phi_q)
+
+
+class SoftmaxKVCache:
+    """The softmax decoder's cache: every past key [d] and value [d_v], read with a full softmax.
+
+    Storage doubles when full (amortised O(1) appends), so per-token time measures the
+    O(N) read, not copying. ``nbytes`` counts the tokens held, which grows with N.
+    """
+
+    def __init__(self, d: int, d_v: int, dtype: Any = np.float64, scale: float | None = None,
+                 capacity: int = 1024) -> None:
+        self.d = check_positive_int(d, "d")
+        self.d_v = check_positive_int(d_v, "d_v")
+        self.dtype = _check_dtype(dtype)
+        self.scale = 1.0 / np.sqrt(d) if scale is None else check_nonnegative_float(scale, "scale")
+        capacity = check_positive_int(capacity, "capacity")
+        self._keys = np.empty((capacity, self.d), dtype=self.dtype)
+        self._values = np.empty((capacity, self.d_v), dtype=self.dtype)
+        self.num_tokens = 0
+
+    def __repr__(self) -> str:
+        return f"SoftmaxKVCache(d={self.d}, d_v={self.d_v}, num_tokens={self.num_tokens})"
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The cached keys, [N, d]."""
+        return self._keys[: self.num_tokens]
+
+    @property
+    def values(self) -> np.ndarray:
+        """The cached values, [N, d_v]."""
+        return self._values[: self.num_tokens]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tokens held: N·(d + d_v)·itemsize, growing with N."""
+        return self.num_tokens * (self.d + self.d_v) * self.dtype.itemsize
+
+    def append(self, k: Any, v: Any) -> None:
+        """Store one more key [d] and value [d_v]."""
+        k = _check_vector(k, "k", self.d, self.dtype)
+        v = _check_vector(v, "v", self.d_v, self.dtype)
+        if k.ndim != 1 or v.ndim != 1:
+            raise ValueError(f"append takes one token: k [d], v [d_v]; got {k.shape}, {v.shape}")
+        if self.num_tokens == len(self._keys):
+            self._keys = np.concatenate([self._keys, np.empty_like(self._keys)])
+            self._values = np.concatenate([self._values, np.empty_like(self._values)])
+        self._keys[self.num_tokens], self._values[self.num_tokens] = k, v
+        self.num_tokens += 1
+
+    def read(self, q: Any) -> np.ndarray:
+        """o = softmax(K q · scale)ᵀ V over every cached token: q [d] -> [d_v]."""
+        q = _check_vector(q, "q", self.d, self.dtype)
+        if q.ndim != 1 or self.num_tokens == 0:
+            raise ValueError("read needs one query q [d] and at least one cached token; got "
+                             f"q {q.shape} with {self.num_tokens} tokens")
+        logits = (self.keys @ q) * self.dtype.type(self.scale)  # [N]
+        weights = np.exp(logits - logits.max())
+        return (weights @ self.values) / weights.sum()
+
+    def step(self, q: Any, k: Any, v: Any) -> np.ndarray:
+        """One decoding step: append (k, v), then read q -> [d_v]."""
+        self.append(k, v)
+        return self.read(q)
