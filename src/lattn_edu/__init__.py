@@ -4,31 +4,49 @@ The package behind the lattn-edu book. Every chapter imports it; nothing in the
 book re-implements what lives here.
 """
 
+from .analysis import (AttentionCost, attention_cost, denominator_drift, effective_attention_matrix,
+                       numerical_rank, peak_weight, row_entropy, singular_values)
 from .backends import available_backends
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
                            identity_feature_map, relu_feature_map)
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
                      quadratic_linear_attention, recurrent_linear_attention)
+from .retention import decay_matrix, retention
 from .softmax import softmax_attention, softmax_attention_weights
+from .ssm import diagonal_ssm, selective_ssm, ssm_mixing_matrix, ssm_scan
 from .state import LinearAttentionState, SoftmaxKVCache
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttentionCost",
     "FavorPlus",
     "LinearAttentionState",
     "SoftmaxKVCache",
     "TrigonometricFeatures",
+    "attention_cost",
     "available_backends",
     "chunkwise_linear_attention",
+    "decay_matrix",
+    "denominator_drift",
+    "diagonal_ssm",
+    "effective_attention_matrix",
     "elu_plus_one",
     "exp_kernel",
     "identity_feature_map",
     "linear_attention",
+    "numerical_rank",
     "parallel_linear_attention",
+    "peak_weight",
     "quadratic_linear_attention",
     "recurrent_linear_attention",
     "relu_feature_map",
+    "retention",
+    "row_entropy",
+    "selective_ssm",
+    "singular_values",
     "softmax_attention",
     "softmax_attention_weights",
+    "ssm_mixing_matrix",
+    "ssm_scan",
 ]
