@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_bool, check_choice, check_nonnegative_float, check_positive_int, check_qkv
+from ._checks import check_bool, check_choice, check_finite, check_nonnegative_float, check_positive_int, check_qkv
 from .feature_maps import apply_feature_maps
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
@@ -141,8 +141,19 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     kernels = get_backend(backend)
     q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal))
     phi_q, phi_k = apply_feature_maps(feature_map, q, k)
-    if form == "chunkwise":
-        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps, chunk_size)
-    else:
-        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps)
+    extra = (chunk_size,) if form == "chunkwise" else ()
+    with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
+        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps, *extra)
+    _check_output(out, feature_map, eps)
     return restore(out)
+
+
+def _check_output(out: Any, feature_map: Any, eps: float) -> None:
+    """No silent NaN: a vanished denominator is reported, not returned."""
+    try:
+        check_finite(out, "out")
+    except ValueError:
+        raise ValueError(
+            f"linear attention produced NaN or inf: a denominator φ(q_i)ᵀz_i + eps was 0 or "
+            f"the features overflowed (feature_map={feature_map!r}, eps={eps}). Use eps > 0 "
+            f"and a positive feature map such as 'elu+1'.") from None
