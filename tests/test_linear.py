@@ -211,3 +211,23 @@ def test_torch_tensor_with_numpy_backend_is_refused():
 def test_available_backends_lists_numpy_first():
     backends = la.available_backends()
     assert backends[0] == "numpy" and set(backends) <= {"numpy", "numba", "torch"}
+
+
+def test_favor_plus_keeps_float32(rng):
+    q, k, v = make_qkv(rng, (2,), 33, dtype=np.float32)
+    out = la.linear_attention(q, k, v, feature_map=la.FavorPlus(5, 11), causal=True)
+    assert out.dtype == np.float32
+
+
+def test_big_endian_input_is_read_as_its_value(rng):
+    q, k, v = make_qkv(rng, (), 12)
+    swapped = [x.astype(">f8") for x in (q, k, v)]
+    assert_close(la.linear_attention(*swapped), la.linear_attention(q, k, v))
+
+
+def test_torch_parameters_are_tensors_too():
+    torch = pytest.importorskip("torch")
+    q = torch.nn.Parameter(torch.randn(9, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3)))
+    out = la.linear_attention(q, q.detach(), q.detach(), backend="torch")
+    out.sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()

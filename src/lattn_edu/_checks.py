@@ -22,7 +22,9 @@ def is_torch_tensor(x: Any) -> bool:
 
 def dtype_name(x: Any) -> str:
     """'float32', 'int64', ... for numpy arrays and torch tensors alike."""
-    return str(x.dtype).replace("torch.", "")
+    if is_torch_tensor(x):
+        return str(x.dtype).replace("torch.", "")
+    return np.dtype(x.dtype).name
 
 
 def as_float_array(x: Any, name: str) -> Any:
@@ -33,6 +35,8 @@ def as_float_array(x: Any, name: str) -> Any:
         x = np.asarray(x)
     if dtype_name(x) not in FLOAT_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float64; got {dtype_name(x)}")
+    if not is_torch_tensor(x) and not x.dtype.isnative:  # big-endian data from a file
+        x = x.astype(x.dtype.newbyteorder("="))
     return x
 
 

@@ -11,6 +11,7 @@ differ from the plain map only by factors that cancel in the normalised output.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -146,7 +147,8 @@ class FavorPlus(_RandomFeatures):
     def log_features(self, x: Any) -> Any:
         """log φ(x) = w·x - ||x||²/2 - ½ log m, [..., N, m]: finite for any finite x."""
         xp, x, wx = self._project(x)
-        return wx - 0.5 * (x * x).sum(-1, keepdims=True) - 0.5 * np.log(self.m)
+        # a Python float, not a numpy scalar: numpy 2 would promote float32 arrays to float64.
+        return wx - 0.5 * (x * x).sum(-1, keepdims=True) - 0.5 * math.log(self.m)
 
     def __call__(self, x: Any) -> Any:
         """φ(x) [..., N, m], the exact (unscaled) features."""
@@ -190,7 +192,7 @@ class TrigonometricFeatures(_RandomFeatures):
 
     def __call__(self, x: Any) -> Any:
         xp, x, wx = self._project(x)
-        scale = xp.exp(0.5 * (x * x).sum(-1, keepdims=True)) / np.sqrt(self.m / 2)
+        scale = xp.exp(0.5 * (x * x).sum(-1, keepdims=True)) / math.sqrt(self.m / 2)
         return scale * xp.concatenate([xp.cos(wx), xp.sin(wx)], -1)
 
 
@@ -223,7 +225,7 @@ def apply_feature_maps(feature_map: Any, q: Any, k: Any) -> tuple[Any, Any]:
             got = tuple(feats.shape) if hasattr(feats, "shape") else type(feats).__name__
             raise ValueError(f"feature_map must map {role} of shape {tuple(x.shape)} to "
                              f"[{', '.join(map(str, x.shape[:-1]))}, m]; got {got}")
-        if type(feats) is not type(x) or str(feats.dtype) != str(x.dtype):
+        if is_torch_tensor(feats) != is_torch_tensor(x) or str(feats.dtype) != str(x.dtype):
             raise TypeError(f"feature_map must return the same array type and dtype as its input "
                             f"({type(x).__name__}, {x.dtype}); got {type(feats).__name__}, {feats.dtype}")
         check_finite(feats, f"feature_map({role})")
