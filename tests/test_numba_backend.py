@@ -1,0 +1,128 @@
+"""Tests for lattn_edu.backends.numba_backend: every numba form against the numpy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytest.importorskip("numba")
+
+import lattn_edu as la  # noqa: E402
+from lattn_edu.backends import numba_backend, numpy_backend  # noqa: E402
+
+from conftest import assert_close  # noqa: E402
+
+FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
+DTYPES = (np.float64, np.float32)
+D, D_V = 5, 3  # d != d_v, both odd
+
+
+def make_qkv(rng, lead, n, dtype, n_q=None, d=D, d_v=D_V):
+    """Seeded q [*lead, n_q, d], k [*lead, n, d], v [*lead, n, d_v] in ``dtype``."""
+    n_q = n if n_q is None else n_q
+    q = rng.standard_normal(lead + (n_q, d))
+    k = rng.standard_normal(lead + (n, d))
+    v = rng.standard_normal(lead + (n, d_v))
+    return q.astype(dtype), k.astype(dtype), v.astype(dtype)
+
+
+def numba_and_numpy(q, k, v, **options):
+    """The same call on both backends: (numba output, numpy reference output)."""
+    return (la.linear_attention(q, k, v, backend="numba", **options),
+            la.linear_attention(q, k, v, backend="numpy", **options))
+
+
+def test_protocol_matches_numpy_backend():
+    assert set(numba_backend.FORMS) == set(numpy_backend.FORMS) == set(FORMS)
+    assert "numba" in la.available_backends()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("lead", [(), (2,), (2, 3)], ids=["no-batch", "batch", "batch-heads"])
+@pytest.mark.parametrize("n", [1, 2, 63, 100, 257], ids=lambda n: f"N{n}")
+@pytest.mark.parametrize("form", FORMS)
+def test_form_matches_numpy(form, n, lead, causal, dtype, rng):
+    q, k, v = make_qkv(rng, lead, n, dtype)
+    got, want = numba_and_numpy(q, k, v, form=form, causal=causal)
+    assert got.dtype == dtype
+    assert_close(got, want, what=f"numba {form}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n", [63, 100, 257], ids=lambda n: f"N{n}")
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, 300], ids=lambda c: f"C{c}")
+def test_chunkwise_chunk_sizes(chunk_size, n, causal, dtype, rng):
+    q, k, v = make_qkv(rng, (2,), n, dtype)
+    got, want = numba_and_numpy(q, k, v, form="chunkwise", causal=causal, chunk_size=chunk_size)
+    assert_close(got, want, what=f"numba chunkwise C={chunk_size}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("form", FORMS)
+def test_fewer_queries_than_keys(form, dtype, rng):
+    q, k, v = make_qkv(rng, (2, 3), 100, dtype, n_q=37)
+    got, want = numba_and_numpy(q, k, v, form=form, chunk_size=16)
+    assert got.shape == (2, 3, 37, D_V)
+    assert_close(got, want, what=f"numba {form}, N_q=37, N=100")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("feature_map", ["elu+1", "relu", la.FavorPlus(D, 11)],
+                         ids=["elu+1", "relu", "favor+m11"])
+@pytest.mark.parametrize("form", FORMS)
+def test_feature_maps(form, feature_map, causal, dtype, rng):
+    q, k, v = make_qkv(rng, (2,), 63, dtype)
+    q, k = q * dtype(D ** -0.25), k * dtype(D ** -0.25)  # the softmax scaling FAVOR+ expects
+    got, want = numba_and_numpy(q, k, v, form=form, causal=causal, feature_map=feature_map,
+                                chunk_size=16)
+    assert_close(got, want, what=f"numba {form} with {feature_map}")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_eps_guard_matches_numpy(form, rng):
+    """relu zeroes whole feature rows, so some denominators are eps alone."""
+    q, k, v = make_qkv(rng, (2,), 63, np.float64)
+    q[:, ::4] = -np.abs(q[:, ::4])  # queries with every feature 0 under relu
+    got, want = numba_and_numpy(q, k, v, form=form, causal=True, feature_map="relu", eps=0.25)
+    assert_close(got, want, what=f"numba {form}, eps=0.25")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_vanished_denominator_is_reported_not_raised_by_numba(form):
+    """eps=0 and a query with no features: 0/0 must reach linear_attention's NaN check
+    (numba's default Python error model would raise ZeroDivisionError instead)."""
+    q, k, v = -np.ones((4, 3)), np.ones((4, 3)), np.ones((4, 2))
+    with pytest.raises(ValueError, match="denominator"):
+        la.linear_attention(q, k, v, feature_map="relu", eps=0.0, form=form, backend="numba")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("form", FORMS)
+def test_output_dtype_is_input_dtype(form, dtype, rng):
+    q, k, v = make_qkv(rng, (), 10, dtype)
+    assert la.linear_attention(q, k, v, form=form, backend="numba").dtype == dtype
+
+
+def test_torch_tensors_are_refused():
+    torch = pytest.importorskip("torch")
+    q = torch.ones(4, 3, dtype=torch.float64)
+    with pytest.raises(TypeError, match="backend='torch'"):
+        la.linear_attention(q, q, q, backend="numba")
+
+
+@given(lead=st.lists(st.integers(1, 3), max_size=2), n=st.integers(1, 40), n_q=st.integers(1, 40),
+       d=st.integers(1, 6), d_v=st.integers(1, 6), causal=st.booleans(),
+       form=st.sampled_from(FORMS), chunk_size=st.integers(1, 20),
+       dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1))
+def test_numba_equals_numpy_on_random_shapes(lead, n, n_q, d, d_v, causal, form, chunk_size,
+                                             dtype, seed):
+    n_q = n if causal else n_q
+    q, k, v = make_qkv(np.random.default_rng(seed), tuple(lead), n, dtype, n_q=n_q, d=d, d_v=d_v)
+    got, want = numba_and_numpy(q, k, v, form=form, causal=causal, chunk_size=chunk_size)
+    assert got.dtype == dtype
+    assert_close(got, want, what=f"numba {form}")
