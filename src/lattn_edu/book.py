@@ -1,0 +1,61 @@
+"""Small helpers that let one chapter notebook run on the website build, locally and on Colab.
+
+- :func:`glue` hands a computed number to the page's prose (myst-nb's glue) and,
+  where myst-nb is absent (Colab), prints it so the reader still sees it;
+- :func:`torch_device` picks CUDA when a GPU is there and says which device runs;
+- :func:`use_book_style` makes figures legible in the site's light and dark themes;
+- :func:`machine_summary` names the machine that measured a timing.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+import numpy as np
+
+
+def glue(name: str, value: Any) -> Any:
+    """Make ``value`` available to the prose as ``{glue:text}`name```; returns ``value``.
+
+    On the website build myst-nb stores it without showing an extra output. Without
+    myst-nb (Colab, a plain Jupyter) the value is printed as ``name = value``.
+    """
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        print(f"{name} = {value}")
+        return value
+    myst_glue(name, value, display=False)
+    return value
+
+
+def torch_device() -> str:
+    """'cuda' when torch sees a GPU, else 'cpu'; prints the choice so the reader knows."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    name = torch.cuda.get_device_name(0) if device == "cuda" else "the CPU (no GPU found)"
+    print(f"torch runs on {name}")
+    return device
+
+
+def use_book_style() -> None:
+    """Opaque white figures with dark text: readable on the light and the dark theme alike
+    (a transparent figure would put black labels on the dark background)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update({
+        "figure.facecolor": "white", "savefig.facecolor": "white", "axes.facecolor": "white",
+        "savefig.transparent": False, "text.color": "#222222", "axes.labelcolor": "#222222",
+        "xtick.color": "#222222", "ytick.color": "#222222", "axes.edgecolor": "#444444",
+        "figure.dpi": 100, "font.size": 11, "axes.grid": True, "grid.alpha": 0.3,
+        "figure.constrained_layout.use": True,
+    })
+
+
+def machine_summary() -> str:
+    """One line that says where a timing was measured, e.g. '2 CPU cores, x86_64, numpy 2.4.6'."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cores} CPU cores, {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}"
