@@ -124,7 +124,8 @@ def test_random_feature_maps_on_torch_tensors_match_numpy(rng):
     torch = pytest.importorskip("torch")
     x = 0.5 * rng.standard_normal((2, 9, 5))
     fp, trig = la.FavorPlus(5, 13, seed=4), la.TrigonometricFeatures(5, 14, seed=4)
-    for fn in (fp, fp.query_features, fp.key_features, trig):
+    rescaled = [lambda x, i=i: fp.rescaled_features(x, x)[i] for i in range(3)]
+    for fn in (fp, trig, *rescaled):
         assert_close(fn(torch.from_numpy(x)), fn(x), what=repr(fn))
 
 
@@ -183,7 +184,7 @@ def test_random_features_keep_float32(cls, rng):
     assert out.dtype == np.float32
     assert_close(out, phi(x.astype(np.float64)), what=f"{cls.__name__} float32 vs float64")
     if cls is la.FavorPlus:
-        assert phi.query_features(x).dtype == phi.key_features(x).dtype == np.float32
+        assert all(part.dtype == np.float32 for part in phi.rescaled_features(x, x))
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -331,15 +332,19 @@ def test_favor_plus_attention_error_falls_as_one_over_sqrt_m(rng):
 
 # ---------------------------------------------------------------- FAVOR+ stabilisation
 
-def test_query_and_key_features_differ_only_by_cancelling_factors(rng):
+def test_rescaled_features_differ_only_by_the_reported_factors(rng):
     fp = la.FavorPlus(5, 13, seed=6)
     q, k = rng.standard_normal((2, 3, 31, 5)), rng.standard_normal((2, 3, 31, 5))
-    ratio_q = fp.query_features(q) / fp(q)  # one factor per query row
+    phi_q, phi_k, log_scale = fp.rescaled_features(q, k)
+    ratio_q = phi_q / fp(q)  # one factor per query row
     assert_close(ratio_q, np.broadcast_to(ratio_q[..., :1], ratio_q.shape), what="query factor")
-    ratio_k = fp.key_features(k) / fp(k)  # one factor per sequence
+    ratio_k = phi_k / fp(k)  # one factor per sequence
     assert_close(ratio_k, np.broadcast_to(ratio_k[..., :1, :1], ratio_k.shape), what="key factor")
-    np.testing.assert_allclose(fp.query_features(q).max(-1), 1.0, rtol=1e-15)
-    np.testing.assert_allclose(fp.key_features(k).max((-2, -1)), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(phi_q.max(-1), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(phi_k.max((-2, -1)), 1.0, rtol=1e-15)
+    # log_scale = log(c_q c_k): the true weights are the rescaled ones times exp(log_scale)
+    assert log_scale.shape == (2, 3, 31, 1)
+    assert_close(np.exp(log_scale) * (phi_q @ phi_k.swapaxes(-1, -2)), fp(q) @ fp(k).swapaxes(-1, -2))
 
 
 @pytest.mark.parametrize("form", ["quadratic", "parallel", "recurrent", "chunkwise"])
@@ -417,11 +422,8 @@ def test_feature_map_giving_q_and_k_different_widths_is_refused(rng):
         def __call__(self, x):
             return x
 
-        def query_features(self, q):
-            return q[..., :3]
-
-        def key_features(self, k):
-            return k[..., :2]
+        def rescaled_features(self, q, k):
+            return q[..., :3], k[..., :2], None
 
     q, k = rng.standard_normal((2, 9, 5))
     with pytest.raises(ValueError, match="feature_map must give q and k the same width m; got 3 and 2"):
@@ -470,3 +472,82 @@ def test_favor_plus_through_linear_attention_refuses_wrong_width(rng):
     q, k, v = rng.standard_normal((3, 9, 5))
     with pytest.raises(ValueError, match="x must have shape \\[..., 4\\]"):
         la.linear_attention(q, k, v, feature_map=la.FavorPlus(4, 8))
+
+
+# ---------------------------------------------------------------- orthogonal features stay unbiased
+
+def test_orthogonal_projection_rows_are_sign_symmetric():
+    """Each orthogonal row must keep the N(0, I_d) marginal, in particular P(w_r0 > 0) = 1/2."""
+    d, seeds = 4, range(400)
+    w = np.array([la.FavorPlus(d, d, orthogonal=True, seed=s).projection for s in seeds])  # [S, d, d]
+    positive = (w > 0).mean(0)  # [d, d] fraction of seeds with a positive entry
+    se = np.sqrt(0.25 / len(seeds))
+    assert (np.abs(positive - 0.5) < 4 * se).all(), positive
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=PAIRS.keys())
+def test_orthogonal_favor_plus_is_unbiased(pair):
+    q, k = PAIRS[pair]
+    vals = kernel_estimates(la.FavorPlus, q, k, m=16, orthogonal=True, seeds=range(2000))
+    se = vals.std(ddof=1) / np.sqrt(vals.size)
+    assert abs(vals.mean() - np.exp(q @ k)) <= 4 * se + 1e-12, (vals.mean(), np.exp(q @ k), se)
+
+
+def test_orthogonal_favor_plus_mse_falls_as_one_over_m():
+    q, k = PAIRS["random"]
+    ms = np.array([8, 32, 128, 512])
+    mse = [np.mean((kernel_estimates(la.FavorPlus, q, k, m, True, range(300)) - np.exp(q @ k)) ** 2)
+           for m in ms]
+    slope = np.polyfit(np.log(ms), np.log(mse), 1)[0]
+    assert -1.3 <= slope <= -0.7, (slope, mse)
+
+
+def test_orthogonal_favor_plus_attention_error_falls_as_one_over_sqrt_m(rng):
+    d, n = 8, 31
+    q, k, v = 0.5 * rng.standard_normal((n, d)), 0.5 * rng.standard_normal((n, d)), rng.standard_normal((n, 3))
+    soft = la.softmax_attention(q, k, v)
+    ms = np.array([2**6, 2**9, 2**12, 2**15])
+    errors = []
+    for m in ms:
+        outs = [la.linear_attention(q * d**-0.25, k * d**-0.25, v,
+                                    feature_map=la.FavorPlus(d, int(m), orthogonal=True, seed=s))
+                for s in range(4)]
+        errors.append(np.sqrt(np.mean([np.mean(np.sum((o - soft) ** 2, -1)) for o in outs])))
+    slope = np.polyfit(np.log(ms), np.log(errors), 1)[0]
+    assert -0.65 <= slope <= -0.35, (slope, errors)
+
+
+# ---------------------------------------------------------------- rescaling is exact and causal
+
+def test_causal_favor_plus_output_does_not_depend_on_future_keys(rng):
+    d, n = 16, 101
+    fp = la.FavorPlus(d, 63, seed=3)
+    q, k, v = rng.standard_normal((n, d)) * d**-0.25, rng.standard_normal((n, d)) * d**-0.25, rng.standard_normal((n, 5))
+    k_edited = k.copy()
+    w = fp.projection[np.argmax(np.linalg.norm(fp.projection, axis=1))]
+    # edit the last key only: point it along a projection row, no longer than the longest key
+    k_edited[-1] = w / np.linalg.norm(w) * np.linalg.norm(k, axis=1).max()
+    before = la.linear_attention(q, k, v, feature_map=fp, causal=True)
+    after = la.linear_attention(q, k_edited, v, feature_map=fp, causal=True)
+    assert_close(after[:-1], before[:-1], what="outputs at i < N-1 after editing key N-1")
+
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_favor_plus_attention_follows_the_contract_with_default_eps(causal, rng):
+    """o_i = φ(q_i)ᵀS / (φ(q_i)ᵀz + eps) with φ = the FavorPlus object, default eps = 1e-6."""
+    d, n = 5, 63
+    fp = la.FavorPlus(d, 13, seed=7)
+    q, k, v = (rng.standard_normal((2, n, d)) * d**-0.25, rng.standard_normal((2, n, d)) * d**-0.25,
+               rng.standard_normal((2, n, 3)))
+    out = la.linear_attention(q, k, v, feature_map=fp, causal=causal)
+    assert_close(out, quadratic_reference(fp(q), fp(k), v, causal, eps=1e-6), what="FAVOR+ vs its definition")
+
+
+# ---------------------------------------------------------------- seed validation
+
+@pytest.mark.parametrize("seed,error", [(-1, ValueError), ("a", TypeError), (1.5, TypeError)],
+                         ids=["negative", "str", "float"])
+def test_bad_seed_is_named(seed, error):
+    with pytest.raises(error, match="seed"):
+        la.FavorPlus(4, 8, seed=seed)

@@ -102,14 +102,16 @@ def test_feature_maps(rng, form, causal, dtype, name):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name, variant", [("elu+1", "__call__"), ("relu", "__call__"),
-                                           ("favor+", "__call__"), ("favor+", "query_features"),
-                                           ("favor+", "key_features")],
+                                           ("favor+", "__call__"), ("favor+", "rescaled_q"),
+                                           ("favor+", "rescaled_k")],
                          ids=lambda x: x.strip("_"))
 def test_feature_maps_on_tensors_match_numpy(rng, name, variant, dtype):
     """The shared feature maps give tensors of the input's dtype, with the same features as numpy."""
     x = rng.standard_normal((2, 63, 5)).astype(dtype)
     phi = la.FavorPlus(5, 11, seed=7) if name == "favor+" else la.feature_maps.FEATURE_MAPS[name]
-    apply = getattr(phi, variant)
+    rescaled = {"rescaled_q": lambda x: phi.rescaled_features(x, x)[0],
+                "rescaled_k": lambda x: phi.rescaled_features(x, x)[1]}
+    apply = rescaled[variant] if variant in rescaled else getattr(phi, variant)
     features = apply(torch.from_numpy(x))
     assert isinstance(features, torch.Tensor) and features.dtype == torch.from_numpy(x).dtype
     assert_close(features, apply(x.astype(np.float64)), what=f"{name}.{variant}")

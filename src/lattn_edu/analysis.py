@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import (as_float_array, check_bool, check_finite, check_nonnegative_float,
                       check_positive_int, check_qk, is_torch_tensor)
-from .feature_maps import apply_feature_maps, resolve_feature_map
+from .feature_maps import apply_feature_maps, guard_for, resolve_feature_map
 
 
 def effective_attention_matrix(q: Any, k: Any, feature_map: Any = "elu+1", causal: bool = False,
@@ -32,11 +32,11 @@ def effective_attention_matrix(q: Any, k: Any, feature_map: Any = "elu+1", causa
     q, k = check_qk(q, k, causal)
     if is_torch_tensor(q):
         raise TypeError("effective_attention_matrix takes numpy arrays; got torch.Tensor")
-    phi_q, phi_k = apply_feature_maps(feature_map, q, k)
+    phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
     weights = phi_q @ phi_k.swapaxes(-1, -2)  # [..., N_q, N]
     if causal:
         weights = np.tril(weights)
-    return weights / (weights.sum(-1, keepdims=True) + eps)
+    return weights / (weights.sum(-1, keepdims=True) + guard_for(eps, log_scale))
 
 
 def _check_matrix(a: Any, name: str) -> np.ndarray:
@@ -104,7 +104,7 @@ def denominator_drift(q: Any, k: Any, feature_map: Any = "elu+1") -> np.ndarray:
     if is_torch_tensor(q):
         raise TypeError("denominator_drift takes numpy arrays; got torch.Tensor")
     phi = resolve_feature_map(feature_map)
-    phi_q, phi_k = apply_feature_maps(lambda x: phi(x), q, k)
+    phi_q, phi_k, _ = apply_feature_maps(lambda x: phi(x), q, k)  # the plain map, unscaled
     return np.einsum("...nm,...nm->...n", phi_q, np.cumsum(phi_k, axis=-2))
 
 

@@ -4,9 +4,11 @@ Linear attention replaces the softmax weight exp(q·k) by a kernel that factoris
 sim(q, k) = φ(q)·φ(k). Every map here works on numpy arrays and on torch tensors
 (same function, the array's own namespace), so all backends share one definition.
 
-A feature map may also offer ``query_features`` and ``key_features``: versions that
-differ from the plain map only by factors that cancel in the normalised output.
-:class:`FavorPlus` uses them to stay finite for long sequences and large norms.
+A feature map may also offer ``rescaled_features(q, k) -> (φ(q)/c_q, φ(k)/c_k, log(c_q c_k))``:
+features divided by factors chosen to keep them in floating-point range, plus the log
+of those factors, so that linear attention can scale its eps guard to match and give
+exactly o_i = φ(q_i)ᵀS / (φ(q_i)ᵀz + eps). :class:`FavorPlus` uses it to stay finite
+for long sequences and large norms.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ def _max_over(x: Any, axes: tuple[int, ...]) -> Any:
 
 
 def elu_plus_one(x: Any) -> Any:
-    """φ(x) = elu(x) + 1, elementwise: x + 1 for x > 0, exp(x) otherwise. Always > 0.
+    """φ(x) = elu(x) + 1, elementwise: x + 1 for x > 0, exp(x) otherwise.
 
-    Katharopoulos et al. (2020): m = d, cheap, strictly positive.
+    Katharopoulos et al. (2020): m = d, cheap, and positive (strictly, until exp(x)
+    underflows to 0 below x ≈ -745 in float64, -104 in float32).
     """
     x = as_float_array(x, "x")
     xp = _namespace(x)
@@ -76,14 +79,17 @@ def exp_kernel(q: Any, k: Any) -> Any:
 def _gaussian_projection(d: int, m: int, orthogonal: bool, rng: np.random.Generator) -> np.ndarray:
     """Random directions w_r ~ N(0, I_d), [m, d]; orthogonal within blocks of d rows.
 
-    Orthogonal rows keep each row's marginal N(0, I_d) (norms drawn from the chi
-    distribution), so the estimator stays unbiased while its variance drops.
+    Orthogonal rows keep each row's marginal N(0, I_d) (uniform directions, norms drawn
+    from the chi distribution), so the estimator stays unbiased while its variance drops.
     """
     if not orthogonal:
         return rng.standard_normal((m, d))
     blocks = []
     for start in range(0, m, d):
-        q_mat, _ = np.linalg.qr(rng.standard_normal((d, d)))  # [d, d] orthonormal columns
+        q_mat, r_mat = np.linalg.qr(rng.standard_normal((d, d)))  # [d, d] orthonormal columns
+        # QR fixes the signs of diag(R) to be negative here, which skews the directions;
+        # flipping columns to make diag(R) positive makes Q uniformly (Haar) distributed.
+        q_mat = q_mat * np.sign(np.diag(r_mat))
         blocks.append(q_mat.T[: min(d, m - start)])
     directions = np.concatenate(blocks, axis=0)  # [m, d] unit rows
     norms = np.linalg.norm(rng.standard_normal((m, d)), axis=1)  # chi_d samples
@@ -99,8 +105,12 @@ class _RandomFeatures:
         if not isinstance(orthogonal, (bool, np.bool_)):
             raise TypeError(f"orthogonal must be True or False; got {orthogonal!r}")
         self.orthogonal = bool(orthogonal)
-        self.seed = seed
-        rng = np.random.default_rng(seed)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int >= 0; got {type(seed).__name__} {seed!r}")
+        if seed < 0:
+            raise ValueError(f"seed must be an int >= 0; got {seed}")
+        self.seed = int(seed)
+        rng = np.random.default_rng(self.seed)
         self.projection = _gaussian_projection(self.d, num_projections, self.orthogonal, rng)  # [m, d]
 
     def _project(self, x: Any) -> tuple[Any, Any, Any]:
@@ -154,19 +164,19 @@ class FavorPlus(_RandomFeatures):
         """φ(x) [..., N, m], the exact (unscaled) features."""
         return _namespace(x).exp(self.log_features(x))
 
-    def query_features(self, q: Any) -> Any:
-        """φ(q) divided by its own row maximum: the factor cancels between numerator and
-        denominator of o_i, and every query's largest feature becomes exactly 1."""
-        log_phi = self.log_features(q)
-        return _namespace(log_phi).exp(log_phi - _max_over(log_phi, (-1,)))
-
-    def key_features(self, k: Any) -> Any:
-        """φ(k) divided by one constant per sequence (its largest feature over all
-        tokens): a common factor of every weight, so it cancels in o_i."""
-        log_phi = self.log_features(k)
-        if log_phi.ndim < 2:
+    def rescaled_features(self, q: Any, k: Any) -> tuple[Any, Any, Any]:
+        """(φ(q)/c_q, φ(k)/c_k, log(c_q·c_k)) with c_q the largest feature of each query row
+        and c_k the largest key feature of each sequence: every rescaled feature is <= 1 and
+        the largest is exactly 1, so nothing overflows. The log scale [..., N_q, 1] lets
+        linear attention divide eps by the same factors, so the result is exactly that of
+        the plain φ (only the rounding differs)."""
+        log_q, log_k = self.log_features(q), self.log_features(k)  # [..., N_q, m], [..., N, m]
+        if log_k.ndim < 2:
             raise ValueError(f"k must have shape [..., N, {self.d}]; got {tuple(k.shape)}")
-        return _namespace(log_phi).exp(log_phi - _max_over(log_phi, (-2, -1)))
+        shift_q = _max_over(log_q, (-1,))  # log c_q  [..., N_q, 1]
+        shift_k = _max_over(log_k, (-2, -1))  # log c_k  [..., 1, 1]
+        xp = _namespace(log_q)
+        return xp.exp(log_q - shift_q), xp.exp(log_k - shift_k), shift_q + shift_k
 
 
 class TrigonometricFeatures(_RandomFeatures):
@@ -210,15 +220,18 @@ def resolve_feature_map(feature_map: Any) -> Callable[[Any], Any]:
     return feature_map
 
 
-def apply_feature_maps(feature_map: Any, q: Any, k: Any) -> tuple[Any, Any]:
-    """(φ(q), φ(k)) with the map's query/key variants where it has them, checked.
+def apply_feature_maps(feature_map: Any, q: Any, k: Any) -> tuple[Any, Any, Any]:
+    """(φ(q), φ(k), log_scale): the features, checked, and the log of the factors they were
+    divided by ([..., N_q, 1], or None for maps that do not rescale).
 
-    The features must keep q's and k's leading axes and length, share a width m,
-    and be finite: a callable that breaks this gets a ``ValueError`` naming it.
+    The features must keep q's and k's leading axes and length, share a width m, and be
+    finite: a callable that breaks this gets a ``ValueError`` naming it.
     """
     phi = resolve_feature_map(feature_map)
-    phi_q = getattr(phi, "query_features", phi)(q)
-    phi_k = getattr(phi, "key_features", phi)(k)
+    if hasattr(phi, "rescaled_features"):
+        phi_q, phi_k, log_scale = phi.rescaled_features(q, k)
+    else:
+        phi_q, phi_k, log_scale = phi(q), phi(k), None
     for feats, x, role in ((phi_q, q, "q"), (phi_k, k, "k")):
         if (not hasattr(feats, "shape") or feats.ndim != x.ndim
                 or tuple(feats.shape[:-1]) != tuple(x.shape[:-1])):
@@ -232,4 +245,17 @@ def apply_feature_maps(feature_map: Any, q: Any, k: Any) -> tuple[Any, Any]:
     if phi_q.shape[-1] != phi_k.shape[-1]:
         raise ValueError("feature_map must give q and k the same width m; got "
                          f"{phi_q.shape[-1]} and {phi_k.shape[-1]}")
-    return phi_q, phi_k
+    return phi_q, phi_k, log_scale
+
+
+def guard_for(eps: float, log_scale: Any) -> Any:
+    """The eps to add to rescaled denominators: eps / (c_q c_k) = eps·exp(-log_scale).
+
+    Clipped below the dtype's largest value: where it would overflow, the true
+    denominator is so far below eps that the output is 0 either way.
+    """
+    if log_scale is None or eps == 0:
+        return eps
+    xp = _namespace(log_scale)
+    log_largest = math.log(float(np.finfo(str(log_scale.dtype).replace("torch.", "")).max)) - 1
+    return xp.exp(xp.clip(math.log(eps) - log_scale, None, log_largest))

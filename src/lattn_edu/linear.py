@@ -10,6 +10,9 @@ reference every backend is tested against. They take features, not raw q and k:
 - ``parallel``: move the parentheses, φ(Q)(φ(K)ᵀV) (O(N)); causal via prefix sums.
 - ``recurrent``: scan the tokens with a running state S_i, z_i (O(1) per token).
 - ``chunkwise``: quadratic inside chunks, a carried state between them (production kernels).
+
+``eps`` is a float, or an array [..., N_q, 1] with one guard per query (used when a
+feature map such as FAVOR+ rescales its features, see :func:`~lattn_edu.feature_maps.guard_for`).
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_bool, check_choice, check_finite, check_nonnegative_float, check_positive_int, check_qkv
-from .feature_maps import apply_feature_maps
+from .feature_maps import apply_feature_maps, guard_for
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
 
 
 def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
     """(φ(Q)φ(K)ᵀ) V: materialise the N×N weights, then normalise each row."""
     weights = phi_q @ phi_k.swapaxes(-1, -2)  # [..., N_q, N]
     if causal:
@@ -36,7 +39,7 @@ def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
 
 
 def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                              causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+                              causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
     """φ(Q)(φ(K)ᵀV): contract the sequence axis first; causal uses prefix sums of states."""
     if not causal:
         state = phi_k.swapaxes(-1, -2) @ v  # S = φ(K)ᵀV   [..., m, d_v]
@@ -52,7 +55,7 @@ def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarra
 
 
 def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
     """The RNN view: S_i = S_{i-1} + φ(k_i)v_iᵀ, z_i = z_{i-1} + φ(k_i), one token at a time."""
     lead, (n_keys, m), d_v = phi_k.shape[:-2], phi_k.shape[-2:], v.shape[-1]
     state = np.zeros(lead + (m, d_v), dtype=v.dtype)  # S  [..., m, d_v]
@@ -62,14 +65,19 @@ def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
         state += phi_k[..., i, :, None] * v[..., i, None, :]  # rank-1 update
         normaliser += phi_k[..., i, :]
         if causal:
-            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, _guard_at(eps, i))
     if not causal:  # every query reads the final state
         for i in range(phi_q.shape[-2]):
-            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, _guard_at(eps, i))
     return out
 
 
-def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: float) -> np.ndarray:
+def _guard_at(eps: Any, i: int) -> Any:
+    """The guard of query i: eps itself, or row i of a per-query guard [..., N_q, 1]."""
+    return eps[..., i, :] if np.ndim(eps) else eps
+
+
+def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: Any) -> np.ndarray:
     """o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps) for one position: [..., m] -> [..., d_v]."""
     numerator = np.einsum("...m,...mv->...v", phi_q_i, state)
     denominator = np.einsum("...m,...m->...", phi_q_i, normaliser)[..., None]
@@ -77,7 +85,7 @@ def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: f
 
 
 def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: float = 1e-6,
+                               causal: bool = False, eps: Any = 1e-6,
                                chunk_size: int = 64) -> np.ndarray:
     """Chunks of C tokens: quadratic (masked) inside a chunk, the carried state S, z across chunks.
 
@@ -98,7 +106,8 @@ def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
         weights = np.tril(q_c @ k_c.swapaxes(-1, -2))  # intra-chunk  [..., C, C]
         numerator = weights @ v_c + q_c @ state  # inside the chunk + everything before it
         denominator = weights.sum(-1, keepdims=True) + q_c @ normaliser
-        out[..., chunk, :] = numerator / (denominator + eps)
+        guard = eps[..., chunk, :] if np.ndim(eps) else eps
+        out[..., chunk, :] = numerator / (denominator + guard)
         state = state + k_c.swapaxes(-1, -2) @ v_c  # carry the chunk into the state
         normaliser = normaliser + k_c.sum(-2)[..., None]
     return out
@@ -140,10 +149,11 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     kernels = get_backend(backend)
     q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal))
-    phi_q, phi_k = apply_feature_maps(feature_map, q, k)
+    phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
+    guard = guard_for(eps, log_scale)  # eps, matched to any rescaling of the features
     extra = (chunk_size,) if form == "chunkwise" else ()
     with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
-        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps, *extra)
+        out = kernels.FORMS[form](phi_q, phi_k, v, causal, guard, *extra)
     _check_output(out, feature_map, eps)
     return restore(out)
 

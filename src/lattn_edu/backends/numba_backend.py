@@ -8,7 +8,8 @@ written as loops that numba compiles to machine code:
 - the normaliser rides along as an extra value: with a column of ones appended to V,
   the state φ(K)ᵀ[V | 1] = [S | z] is one [m, d_v + 1] matrix, so every form computes
   numerator and denominator in the same products, and a last pass divides;
-- arithmetic stays in the inputs' dtype (eps is cast to it), so float32 stays float32.
+- arithmetic stays in the inputs' dtype (eps is cast to it), so float32 stays float32;
+  eps may be one float or a guard per query [..., N_q, 1] (see the reference forms).
 
 The block products are plain row-by-row loops rather than ``@``: numba's ``@`` calls
 BLAS through scipy, which lattn_edu does not depend on.
@@ -136,17 +137,18 @@ def _chunkwise_kernel(phi_q, phi_k, values, causal, chunk_size, acc):
 
 @njit(cache=True, parallel=True)
 def _normalise(acc, eps, out):
-    """out = numerator / (denominator + eps), with acc = [numerator | denominator]  [B, N_q, d_v + 1]."""
+    """out = numerator / (denominator + eps), with acc = [numerator | denominator]  [B, N_q, d_v + 1]
+    and one guard per query, eps [B, N_q]."""
     d_v = out.shape[2]
     for b in prange(acc.shape[0]):
         for i in range(acc.shape[1]):
-            denominator = acc[b, i, d_v] + eps
+            denominator = acc[b, i, d_v] + eps[b, i]
             for c in range(d_v):
                 out[b, i, c] = acc[b, i, c] / denominator
 
 
 def _run(kernel: Callable[..., None], phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-         causal: bool, eps: float, *options: Any) -> np.ndarray:
+         causal: bool, eps: Any, *options: Any) -> np.ndarray:
     """Flatten the leading axes to B, append the ones column, run ``kernel``, normalise, reshape back."""
     lead, dtype = v.shape[:-2], v.dtype
     n_q, (n, d_v) = phi_q.shape[-2], v.shape[-2:]
@@ -157,30 +159,31 @@ def _run(kernel: Callable[..., None], phi_q: np.ndarray, phi_k: np.ndarray, v: n
     acc = np.zeros((values.shape[0], n_q, d_v + 1), dtype)  # [numerator | denominator]
     kernel(phi_q, phi_k, values, bool(causal), *options, acc)
     out = np.empty((values.shape[0], n_q, d_v), dtype)
-    _normalise(acc, dtype.type(eps), out)
+    guard = np.ascontiguousarray(np.broadcast_to(eps, lead + (n_q, 1)), dtype=dtype)  # [..., N_q, 1]
+    _normalise(acc, guard.reshape(-1, n_q), out)
     return out.reshape(lead + (n_q, d_v))
 
 
 def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
     """(φ(Q)φ(K)ᵀ) V with the N_q×N weights materialised per sequence: [..., N_q, d_v]."""
     return _run(_quadratic_kernel, phi_q, phi_k, v, causal, eps)
 
 
 def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                              causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+                              causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
     """φ(Q)(φ(K)ᵀV); causal by prefix sums of the states: [..., N_q, d_v]."""
     return _run(_parallel_kernel, phi_q, phi_k, v, causal, eps)
 
 
 def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
     """The token-by-token scan of the running state S_i, z_i: [..., N_q, d_v]."""
     return _run(_recurrent_kernel, phi_q, phi_k, v, causal, eps)
 
 
 def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: float = 1e-6,
+                               causal: bool = False, eps: Any = 1e-6,
                                chunk_size: int = 64) -> np.ndarray:
     """Quadratic inside chunks of ``chunk_size`` tokens, the carried state between them: [..., N_q, d_v]."""
     return _run(_chunkwise_kernel, phi_q, phi_k, v, causal, eps, int(chunk_size))
