@@ -291,3 +291,10 @@ def test_attention_cost_scales_quadratically_vs_linearly():
 def test_attention_cost_refuses_bad_input(kwargs, error, message):
     with pytest.raises(error, match=message):
         la.attention_cost(**kwargs)
+
+
+def test_effective_matrix_refuses_a_zero_row_without_eps():
+    q, k = -np.ones((2, 4)), np.ones((2, 4))  # relu features of q are all zero
+    with pytest.raises(ValueError, match="sums to 0 and eps=0"):
+        la.effective_attention_matrix(q, k, feature_map="relu", eps=0.0)
+    assert (la.effective_attention_matrix(q, k, feature_map="relu") == 0).all()

@@ -18,7 +18,9 @@ def test_chapter_executes_without_error(path):
     client = NotebookClient(notebook, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError, naming the cell, on any error
+    # a cell tagged raises-exception shows a deliberate error (e.g. the softmax memory guard)
     errors = [out for cell in notebook.cells if cell.cell_type == "code"
+              and "raises-exception" not in cell.metadata.get("tags", [])
               for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     assert not errors
 

@@ -87,3 +87,13 @@ def test_selective_ssm_matches_an_explicit_scan(rng):
 def test_bad_input(call, error, message):
     with pytest.raises(error, match=message):
         call(np.ones((5, 3)))
+
+
+def test_selective_gates_are_what_the_scan_uses(rng):
+    d, m = 3, 4
+    x = rng.standard_normal((19, d))
+    params = (rng.standard_normal(m), *rng.standard_normal((2, d, m)), rng.standard_normal(d))
+    decay, b, c = la.selective_ssm_gates(x, *params, delta_bias=0.5)
+    assert decay.shape == b.shape == c.shape == (19, m)
+    assert ((decay > 0) & (decay < 1)).all()
+    assert_close(la.ssm_scan(decay, b, c, x), la.selective_ssm(x, *params, delta_bias=0.5))

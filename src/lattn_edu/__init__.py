@@ -13,7 +13,7 @@ from .linear import (chunkwise_linear_attention, linear_attention, parallel_line
                      quadratic_linear_attention, recurrent_linear_attention)
 from .retention import decay_matrix, retention
 from .softmax import softmax_attention, softmax_attention_weights
-from .ssm import diagonal_ssm, selective_ssm, ssm_mixing_matrix, ssm_scan
+from .ssm import diagonal_ssm, selective_ssm, selective_ssm_gates, ssm_mixing_matrix, ssm_scan
 from .state import LinearAttentionState, SoftmaxKVCache
 
 __version__ = "0.1.0"
@@ -44,6 +44,7 @@ __all__ = [
     "retention",
     "row_entropy",
     "selective_ssm",
+    "selective_ssm_gates",
     "singular_values",
     "softmax_attention",
     "softmax_attention_weights",

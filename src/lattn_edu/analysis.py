@@ -36,7 +36,12 @@ def effective_attention_matrix(q: Any, k: Any, feature_map: Any = "elu+1", causa
     weights = phi_q @ phi_k.swapaxes(-1, -2)  # [..., N_q, N]
     if causal:
         weights = np.tril(weights)
-    return weights / (weights.sum(-1, keepdims=True) + guard_for(eps, log_scale))
+    denominator = weights.sum(-1, keepdims=True) + guard_for(eps, log_scale)  # [..., N_q, 1]
+    if (denominator == 0).any():
+        rows = np.argwhere(denominator[..., 0] == 0)[:3].tolist()
+        raise ValueError(f"a row of weights sums to 0 and eps=0 (rows {rows}...): its normalised "
+                         f"weights are 0/0. Use eps > 0 or a positive feature map such as 'elu+1'.")
+    return weights / denominator
 
 
 def _check_matrix(a: Any, name: str) -> np.ndarray:

@@ -120,17 +120,16 @@ def diagonal_ssm(x: Any, a: Any, b: Any, c: Any) -> np.ndarray:
     return ssm_scan(params["a"], b_t, c_t, x)
 
 
-def selective_ssm(x: Any, a_log: Any, w_b: Any, w_c: Any, w_delta: Any,
-                  delta_bias: float = 0.0) -> np.ndarray:
-    """A selective (Mamba-like) scan: the step size, write and read all depend on x_i.
+def selective_ssm_gates(x: Any, a_log: Any, w_b: Any, w_c: Any, w_delta: Any,
+                        delta_bias: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The input-dependent (decay, b, c) that :func:`selective_ssm` feeds to :func:`ssm_scan`.
 
     Δ_i = softplus(x_i·w_Δ + bias)                  how far the state moves at token i
     a_i = exp(-Δ_i · exp(a_log))    [m], in (0, 1)   large Δ forgets, small Δ keeps
     b_i = Δ_i · x_i W_b             [m]              what to write
     c_i = x_i W_c                   [m]              what to read
-    y   = ssm_scan(a, b, c, x)
 
-    x [..., N, d]; a_log [m]; w_b, w_c [d, m]; w_delta [d]. Returns [..., N, d].
+    x [..., N, d]; a_log [m]; w_b, w_c [d, m]; w_delta [d]. Returns three [..., N, m] arrays.
     """
     x = check_sequence(x, "x")
     d = x.shape[-1]
@@ -148,4 +147,15 @@ def selective_ssm(x: Any, a_log: Any, w_b: Any, w_c: Any, w_delta: Any,
     decay = np.exp(-delta * np.exp(a_log))  # [..., N, m]
     # a tiny floor keeps a_i > 0 where Δ is huge: the state is forgotten, never NaN.
     decay = np.maximum(decay, np.finfo(x.dtype).tiny)
-    return ssm_scan(decay, delta * (x @ w_b), x @ w_c, x)
+    return decay, delta * (x @ w_b), x @ w_c
+
+
+def selective_ssm(x: Any, a_log: Any, w_b: Any, w_c: Any, w_delta: Any,
+                  delta_bias: float = 0.0) -> np.ndarray:
+    """A selective (Mamba-like) scan: the step size, write and read all depend on x_i.
+
+    The gates come from :func:`selective_ssm_gates`; then y = ssm_scan(a, b, c, x).
+    x [..., N, d]; a_log [m]; w_b, w_c [d, m]; w_delta [d]. Returns [..., N, d].
+    """
+    decay, b, c = selective_ssm_gates(x, a_log, w_b, w_c, w_delta, delta_bias)
+    return ssm_scan(decay, b, c, check_sequence(x, "x"))
