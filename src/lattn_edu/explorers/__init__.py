@@ -1,0 +1,11 @@
+"""Interactive explorers: live widgets in a kernel, working sliders on the static site (DESIGN §5).
+
+``CATALOG`` maps each explorer's name to its class; every class builds with no arguments.
+"""
+
+from .base import Explorer, ImpossibleSetting
+from .state_size import StateSizeExplorer
+
+CATALOG = {cls.name: cls for cls in (StateSizeExplorer,)}
+
+__all__ = ["CATALOG", "Explorer", "ImpossibleSetting", "StateSizeExplorer"]
