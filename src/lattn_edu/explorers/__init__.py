@@ -4,8 +4,9 @@
 """
 
 from .base import Explorer, ImpossibleSetting
+from .kernels import KernelsExplorer
 from .state_size import StateSizeExplorer
 
-CATALOG = {cls.name: cls for cls in (StateSizeExplorer,)}
+CATALOG = {cls.name: cls for cls in (StateSizeExplorer, KernelsExplorer)}
 
-__all__ = ["CATALOG", "Explorer", "ImpossibleSetting", "StateSizeExplorer"]
+__all__ = ["CATALOG", "Explorer", "ImpossibleSetting", "KernelsExplorer", "StateSizeExplorer"]

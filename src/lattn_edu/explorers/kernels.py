@@ -1,0 +1,64 @@
+"""Explorer ``kernels``: softmax and three feature-map kernels side by side on the same q, k (chapter 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+import lattn_edu as la
+
+from .base import Explorer
+
+METHODS = ("softmax", "elu+1", "relu", "identity")
+
+
+def compute_kernels(n: int, scale: float, seed: int = 0, d: int = 4) -> dict[str, Any]:
+    """Normalised weights of each method on one seeded q, k: {method: [N, N]}, plus the share
+    of negative weights and the smallest denominator (where a map breaks the rules)."""
+    rng = np.random.default_rng(seed)
+    q, k = scale * rng.standard_normal((2, n, d))
+    weights = {"softmax": la.softmax_attention_weights(q, k, scale=1.0)}
+    for name in METHODS[1:]:
+        weights[name] = la.effective_attention_matrix(q, k, feature_map=name)
+    denominators = {name: float(la.denominator_drift(q, k, feature_map=name).min())
+                    for name in METHODS[1:]}
+    negative = {name: float((w < 0).mean()) for name, w in weights.items()}
+    return {"n": n, "scale": scale, "weights": weights, "negative": negative,
+            "min_denominator": denominators}
+
+
+def plot_kernels(result: dict[str, Any]) -> Figure:
+    """One heatmap per method. Non-negative weights use one sequential scale per panel;
+    a map with negative weights gets a diverging scale centred on 0 (negative = blue)."""
+    fig = Figure(figsize=(9.5, 3.4), layout="constrained")
+    for ax, name in zip(fig.subplots(1, len(METHODS)), METHODS):
+        weights = result["weights"][name]
+        if result["negative"][name]:
+            limit = float(np.abs(weights).max())
+            ax.imshow(weights, cmap="RdBu_r", vmin=-limit, vmax=limit)
+            detail = f"{result['negative'][name]:.0%} negative, |w| up to {limit:.1f}"
+        else:
+            ax.imshow(weights, cmap="viridis", vmin=0)
+            detail = f"all >= 0, peak {weights.max():.2f}"
+        ax.set_title(f"{name}\n{detail}", fontsize=9)
+        ax.set(xticks=[], yticks=[], xlabel="key j")
+    fig.axes[0].set_ylabel("query i")
+    fig.suptitle(f"N = {result['n']}, inputs scaled by {result['scale']}; every row sums to 1",
+                 fontsize=10)
+    return fig
+
+
+class KernelsExplorer(Explorer):
+    """The same queries and keys weighted by softmax and by three feature-map kernels."""
+
+    name = "kernels"
+    title = "Kernels side by side: softmax, elu+1, relu, identity"
+    controls = {"n": (8, 16, 32), "scale": (0.5, 1.0, 2.0, 4.0)}
+    defaults = {"n": 16, "scale": 1.0}
+    labels = {"n": "tokens N", "scale": "input scale"}
+
+    def render(self, **values: Any) -> Figure:
+        settings = self.settings(**values)
+        return plot_kernels(compute_kernels(settings["n"], settings["scale"]))
