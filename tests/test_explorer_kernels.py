@@ -11,7 +11,11 @@ from lattn_edu.explorers.kernels import METHODS, compute_kernels
 def test_rows_are_normalised_and_only_identity_goes_negative():
     result = compute_kernels(n=13, scale=1.0, seed=3)
     for name in METHODS:
-        np.testing.assert_allclose(result["weights"][name].sum(-1), 1.0, atol=1e-5, err_msg=name)
+        sums = result["weights"][name].sum(-1)
+        empty = np.abs(result["weights"][name]).sum(-1) == 0  # relu: no positive feature
+        np.testing.assert_allclose(sums[~empty], 1.0, atol=1e-5, err_msg=name)
+        assert empty.sum() == result["empty_rows"][name]
+    assert result["empty_rows"]["relu"] > 0 and result["empty_rows"]["elu+1"] == 0
     assert result["negative"]["identity"] > 0
     assert all(result["negative"][name] == 0 for name in ("softmax", "elu+1", "relu"))
     assert result["min_denominator"]["elu+1"] > 0

@@ -25,8 +25,9 @@ def compute_kernels(n: int, scale: float, seed: int = 0, d: int = 4) -> dict[str
     denominators = {name: float(la.denominator_drift(q, k, feature_map=name).min())
                     for name in METHODS[1:]}
     negative = {name: float((w < 0).mean()) for name, w in weights.items()}
+    empty = {name: int((np.abs(w).sum(-1) == 0).sum()) for name, w in weights.items()}
     return {"n": n, "scale": scale, "weights": weights, "negative": negative,
-            "min_denominator": denominators}
+            "empty_rows": empty, "min_denominator": denominators}
 
 
 def plot_kernels(result: dict[str, Any]) -> Figure:
@@ -42,11 +43,13 @@ def plot_kernels(result: dict[str, Any]) -> Figure:
         else:
             ax.imshow(weights, cmap="viridis", vmin=0)
             detail = f"all >= 0, peak {weights.max():.2f}"
+            if result["empty_rows"][name]:
+                detail += f", {result['empty_rows'][name]} empty rows"
         ax.set_title(f"{name}\n{detail}", fontsize=9)
         ax.set(xticks=[], yticks=[], xlabel="key j")
     fig.axes[0].set_ylabel("query i")
-    fig.suptitle(f"N = {result['n']}, inputs scaled by {result['scale']}; every row sums to 1",
-                 fontsize=10)
+    fig.suptitle(f"N = {result['n']}, inputs scaled by {result['scale']}; each row sums to 1 "
+                 "(an empty row: a query with no positive feature)", fontsize=10)
     return fig
 
 
