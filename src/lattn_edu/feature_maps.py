@@ -46,13 +46,13 @@ def elu_plus_one(x: Any) -> Any:
     x = as_float_array(x, "x")
     xp = _namespace(x)
     # exp of the clipped value: exp(x) on the positive side would overflow for large x.
-    return xp.where(x > 0, x + 1, xp.exp(xp.minimum(x, 0 * x)))
+    return xp.where(x > 0, x + 1, xp.exp(xp.clip(x, None, 0)))
 
 
 def relu_feature_map(x: Any) -> Any:
     """φ(x) = max(x, 0): non-negative, but a whole row can be zero (denominator 0 + eps)."""
     x = as_float_array(x, "x")
-    return _namespace(x).maximum(x, 0 * x)
+    return _namespace(x).clip(x, 0, None)
 
 
 def identity_feature_map(x: Any) -> Any:

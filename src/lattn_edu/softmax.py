@@ -28,12 +28,16 @@ def _check_scale(scale: Any, d: int) -> float:
     return float(scale)
 
 
+def _matrices(count: int) -> str:
+    return "one attention matrix" if count == 1 else f"{count} attention matrices"
+
+
 def _check_budget(q: np.ndarray, k: np.ndarray, max_matrix_bytes: int) -> None:
     lead, n_q, n = q.shape[:-2], q.shape[-2], k.shape[-2]
     needed = math.prod(lead) * n_q * n * q.dtype.itemsize
     if needed > max_matrix_bytes:
         raise ValueError(
-            f"softmax attention would materialise {math.prod(lead)} attention matrices of "
+            f"softmax attention would materialise {_matrices(math.prod(lead))} of "
             f"[{n_q}, {n}] = {needed / 2**30:.2f} GiB, above max_matrix_bytes="
             f"{max_matrix_bytes / 2**30:.2f} GiB. Use lattn_edu.linear_attention, whose "
             f"memory is O(N), or raise max_matrix_bytes if you really want the N×N matrix.")
