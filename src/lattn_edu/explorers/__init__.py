@@ -4,9 +4,14 @@
 """
 
 from .base import Explorer, ImpossibleSetting
+from .feature_maps import FeatureMapsExplorer
 from .kernels import KernelsExplorer
+from .rank import RankExplorer
+from .sharpness import SharpnessExplorer
 from .state_size import StateSizeExplorer
 
-CATALOG = {cls.name: cls for cls in (StateSizeExplorer, KernelsExplorer)}
+CATALOG = {cls.name: cls for cls in (StateSizeExplorer, KernelsExplorer, RankExplorer,
+                                     SharpnessExplorer, FeatureMapsExplorer)}
 
-__all__ = ["CATALOG", "Explorer", "ImpossibleSetting", "KernelsExplorer", "StateSizeExplorer"]
+__all__ = ["CATALOG", "Explorer", "FeatureMapsExplorer", "ImpossibleSetting", "KernelsExplorer",
+           "RankExplorer", "SharpnessExplorer", "StateSizeExplorer"]

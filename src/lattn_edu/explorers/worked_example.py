@@ -1,0 +1,112 @@
+"""Explorer ``worked_example``: chapter 5's two-token state with numbers you can change (chapter 5).
+
+φ(k_1) = [1, 0], v_1 = [1, 0], φ(k_2) = [0, 1], v_2 = [0, s], φ(q) = [q1, q2]:
+S = [[1, 0], [0, s]], z = [1, 1], and o = φ(q)ᵀS / φ(q)ᵀz. The defaults q = [3, 1], s = 2 give
+the chapter's o = [0.75, 0.5], a weighted average of v_1 and v_2 with weights 3/4 and 1/4.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..analysis import effective_attention_matrix
+from ..state import LinearAttentionState
+from .base import Explorer, ImpossibleSetting
+
+KEY_FEATURES = np.array([[1.0, 0.0], [0.0, 1.0]])  # φ(k_1), φ(k_2)  [2, m]
+
+
+def compute_worked_example(q1: float, q2: float, v2_scale: float) -> dict[str, Any]:
+    """The state after tokens 1 and 2, and the read of φ(q) = [q1, q2], with eps = 0 as in the chapter.
+
+    Raises ``ImpossibleSetting`` when φ(q)ᵀz = 0 (φ(q) = 0): no weight on any token.
+    """
+    phi_q = np.array([q1, q2], dtype=float)  # [m]
+    values = np.array([[1.0, 0.0], [0.0, v2_scale]])  # v_1, v_2  [2, d_v]
+    state = LinearAttentionState(m=2, d_v=2, eps=0.0)
+    for phi_k, v in zip(KEY_FEATURES, values):
+        state.update(phi_k, v)
+    numerator, denominator = phi_q @ state.S, float(phi_q @ state.z)
+    if denominator == 0:
+        raise ImpossibleSetting("φ(q) = 0: no weight on any token, the denominator is 0")
+    weights = effective_attention_matrix(phi_q[None], KEY_FEATURES, feature_map="identity", eps=0.0)[0]
+    return {"phi_q": phi_q, "phi_k": KEY_FEATURES, "values": values, "S": state.S.copy(),
+            "z": state.z.copy(), "numerator": numerator, "denominator": denominator,
+            "weights": weights, "o": state.read(phi_q)}
+
+
+def _grid(ax: Any, matrix: np.ndarray, left: float, cmap: str) -> None:
+    """An annotated heatmap whose first column sits at x = left."""
+    rows, cols = matrix.shape
+    ax.imshow(matrix, cmap=cmap, vmin=0, vmax=max(float(matrix.max()), 1.0) * 2,
+              extent=(left - 0.5, left + cols - 0.5, rows - 0.5, -0.5))
+    for (row, col), value in np.ndenumerate(matrix):
+        ax.text(left + col, row, f"{value:g}", ha="center", va="center", fontsize=14,
+                fontweight="bold", in_layout=False)
+
+
+def _number(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def plot_worked_example(result: dict[str, Any]) -> Figure:
+    """S and z as annotated grids, the two token weights, and o on the segment from v_1 to v_2.
+
+    Few tick labels on purpose: each costs more to lay out than anything else in the picture.
+    """
+    phi_q, S, z, weights, o, values = (result[key] for key in ("phi_q", "S", "z", "weights", "o", "values"))
+    fig = Figure(figsize=(10.5, 3.8), layout="constrained")
+    state_ax, weight_ax, plane_ax = fig.subplots(1, 3, gridspec_kw={"width_ratios": [3.2, 2.4, 3.2]})
+    _grid(state_ax, S, 0, "Blues")
+    _grid(state_ax, z[:, None], 3, "Greens")  # z one column to the right of S, a gap between
+    state_ax.set_xlim(-0.5, 3.5)
+    state_ax.set_xticks([0, 1, 3], ["S[:, 1]", "S[:, 2]", "z"])
+    state_ax.set_yticks([0, 1], ["feature 1", "feature 2"])
+    state_ax.tick_params(length=0)
+    state_ax.grid(False)
+    state_ax.set_title("S = φ(k₁)v₁ᵀ + φ(k₂)v₂ᵀ,  z = φ(k₁) + φ(k₂)", fontsize=10)
+
+    scores = phi_q @ result["phi_k"].T  # φ(q)·φ(k_j)
+    bars = weight_ax.bar([0, 1], weights, color=["#d95f02", "#7570b3"])
+    for bar, score, weight in zip(bars, scores, weights):
+        weight_ax.text(bar.get_x() + bar.get_width() / 2, weight + 0.03,
+                       f"{_number(score)}/{_number(result['denominator'])}\n= {weight:.2f}",
+                       ha="center", va="bottom", fontsize=10, in_layout=False)
+    weight_ax.set(ylim=(0, 1.35), yticks=[], title="weights φ(q)·φ(kⱼ) / φ(q)ᵀz")
+    weight_ax.set_xticks([0, 1], ["token 1", "token 2"])
+
+    v1, v2 = values
+    plane_ax.plot(*zip(v1, v2), color="#999999", linestyle="--", zorder=1)
+    plane_ax.scatter(*zip(v1, v2), s=60, color=["#d95f02", "#7570b3"], zorder=2)
+    plane_ax.annotate("v₁", v1, xytext=(0, -18), textcoords="offset points", fontsize=11, ha="center")
+    plane_ax.annotate("v₂", v2, xytext=(-10, 0), textcoords="offset points", fontsize=11,
+                      ha="right", va="center")
+    plane_ax.scatter(*o, s=120, marker="*", color="#1b9e77", zorder=3)
+    plane_ax.annotate(f"o = [{o[0]:.2f}, {o[1]:.2f}]", o, xytext=(10, 8), textcoords="offset points",
+                      fontsize=10, color="#1b9e77", fontweight="bold")
+    top = max(float(v2[1]), 1.0)
+    plane_ax.set(xlim=(-0.4, 1.8), ylim=(-0.3 * top, 1.2 * top), xticks=[0, 1], yticks=[0, top],
+                 xlabel="value component 1", ylabel="value component 2", title="o lies between v₁ and v₂")
+    plane_ax.grid(alpha=0.3)
+    fig.suptitle(f"φ(q) = [{_number(phi_q[0])}, {_number(phi_q[1])}]:  o = φ(q)ᵀS / φ(q)ᵀz = "
+                 f"[{_number(result['numerator'][0])}, {_number(result['numerator'][1])}] / "
+                 f"{_number(result['denominator'])} = [{o[0]:.3g}, {o[1]:.3g}]", fontsize=12)
+    return fig
+
+
+class WorkedExampleExplorer(Explorer):
+    """Change the query's features and v_2: the state stays two small arrays, o moves along v_1–v_2."""
+
+    name = "worked_example"
+    title = "The worked example: change φ(q) and v₂"
+    controls = {"q1": (0, 1, 3, 6), "q2": (0, 1, 3), "v2_scale": (1, 2, 4)}
+    defaults = {"q1": 3, "q2": 1, "v2_scale": 2}
+    labels = {"q1": "φ(q), feature 1", "q2": "φ(q), feature 2", "v2_scale": "v₂ = [0, s], s"}
+
+    def render(self, **values: Any) -> Figure:
+        settings = self.settings(**values)
+        return plot_worked_example(compute_worked_example(settings["q1"], settings["q2"],
+                                                          settings["v2_scale"]))
