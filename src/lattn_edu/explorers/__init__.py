@@ -4,14 +4,20 @@
 """
 
 from .base import Explorer, ImpossibleSetting
+from .decay import DecayExplorer
 from .feature_maps import FeatureMapsExplorer
 from .kernels import KernelsExplorer
 from .rank import RankExplorer
+from .recurrence import RecurrenceExplorer
+from .scaling import ScalingExplorer
 from .sharpness import SharpnessExplorer
 from .state_size import StateSizeExplorer
+from .worked_example import WorkedExampleExplorer
 
 CATALOG = {cls.name: cls for cls in (StateSizeExplorer, KernelsExplorer, RankExplorer,
-                                     SharpnessExplorer, FeatureMapsExplorer)}
+                                     SharpnessExplorer, FeatureMapsExplorer, RecurrenceExplorer,
+                                     WorkedExampleExplorer, DecayExplorer, ScalingExplorer)}
 
 __all__ = ["CATALOG", "Explorer", "FeatureMapsExplorer", "ImpossibleSetting", "KernelsExplorer",
-           "RankExplorer", "SharpnessExplorer", "StateSizeExplorer"]
+           "RankExplorer", "SharpnessExplorer", "StateSizeExplorer", "DecayExplorer",
+           "RecurrenceExplorer", "ScalingExplorer", "WorkedExampleExplorer"]
