@@ -38,7 +38,9 @@ def test_the_picture_has_the_recorded_numbers():
                                np.array([row["median_s"] for row in run["linear"]]) * 1e3)
     np.testing.assert_array_equal(lines["softmax"].get_xdata(), [row["n"] for row in run["softmax"]])
     assert lines["softmax"].get_label() == f"softmax: slope {result['slopes']['softmax']:.2f}"
-    assert "Recorded measurements" in fig.get_suptitle() and record["machine"] in fig.get_suptitle()
+    title = fig.get_suptitle()
+    assert title.startswith("Recorded") and "not timed now" in title and record["machine"] in title
+    assert f"softmax\nslope {result['slopes']['softmax']:.2f}" in [t.get_text() for t in time_ax.texts]
 
 
 def synthetic_record(path):

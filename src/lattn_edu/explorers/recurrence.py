@@ -82,12 +82,11 @@ def plot_recurrence(result: dict[str, Any]) -> Figure:
     bound = 1.15 * float(np.abs(parallel).max())  # one scale for every i
     out_ax.yaxis.set_major_locator(MaxNLocator(4))
     out_ax.set(ylim=(-bound, bound), xticks=positions, xlabel="value component",
-               title=f"output of token {i}: bars o_i = φ(q_i)ᵀS_i / φ(q_i)ᵀz_i,\n"
-                     f"black dashes: row {i} of the parallel form")
+               title=f"bars: o_{i} = φ(q_{i})ᵀS_{i} / φ(q_{i})ᵀz_{i}\ndashes: row {i} of the parallel form")
     out_ax.text(0.98, 0.03, f"max |difference| = {result['max_difference']:.1e}",
                 transform=out_ax.transAxes, ha="right", va="bottom", fontsize=9, in_layout=False)
-    fig.suptitle(f"Token {i} of 0…{n - 1} has entered the state: still {result['state_numbers']} "
-                 f"numbers, however many tokens arrive (seed {result['seed']})", fontsize=11)
+    fig.suptitle(f"Tokens 0…{i} of {n} are in the state: still {result['state_numbers']} numbers "
+                 f"(seed {result['seed']})", fontsize=11)
     return fig
 
 

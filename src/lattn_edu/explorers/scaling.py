@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from ..timing import crossover_size, loglog_slope
+from ._ticks import power_of_ten
 from .base import Explorer
 
 FIT_FROM = 512  # slopes are fitted for N >= this: below it fixed per-call costs dominate
@@ -82,9 +83,6 @@ def compute_scaling(d: int, causal: bool, path: str | Path | None = None) -> dic
     }
 
 
-SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
 def _log_ticks(axis: Any, low: float, high: float, powers_of_two: bool = False, step: int = 1) -> None:
     """Plain-text ticks, no minor ticks: log axes with mathtext labels are slow to lay out."""
     if powers_of_two:  # 64, 256, 1k, 4k, 16k
@@ -93,7 +91,7 @@ def _log_ticks(axis: Any, low: float, high: float, powers_of_two: bool = False, 
         labels = [f"{t // 1024}k" if t >= 1024 else str(t) for t in ticks]
     else:  # 10⁻¹, 10⁰, 10¹, ...
         ticks = [10.0**k for k in range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1, step)]
-        labels = [f"10{str(int(round(np.log10(t)))).translate(SUPERSCRIPTS)}" for t in ticks]
+        labels = [power_of_ten(t) for t in ticks]
     axis.set_major_locator(FixedLocator(ticks))
     axis.set_ticklabels(labels)
     axis.set_minor_locator(NullLocator())
@@ -105,8 +103,11 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     time_ax, memory_ax = fig.subplots(1, 2)
     for method, color in (("softmax", SOFTMAX), ("linear", LINEAR)):
-        time_ax.loglog(result["sizes"][method], result["seconds"][method] * 1e3, marker="o", color=color,
+        sizes, milliseconds = result["sizes"][method], result["seconds"][method] * 1e3
+        time_ax.loglog(sizes, milliseconds, marker="o", color=color,
                        label=f"{method}: slope {result['slopes'][method]:.2f}")
+        time_ax.text(sizes[-1], milliseconds[-1] * 1.5, f"{method}\nslope {result['slopes'][method]:.2f}",
+                     color=color, fontsize=9, ha="center", va="bottom", in_layout=False)
     crossover = result["crossover"]
     if crossover is not None:
         time_ax.axvline(crossover, color="#444444", linestyle="--", linewidth=1)
@@ -117,13 +118,13 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
         time_ax.text(0.98, 0.03, f"linear not faster up to N = {result['largest_shared']:,.0f}{note}",
                      transform=time_ax.transAxes, ha="right", fontsize=9)
     form = "causal" if result["causal"] else "non-causal"
-    time_ax.set(xlabel="sequence length N", ylabel="ms per call (median)",
-                title=f"time, d = {result['d']}, {form} (slopes fitted for N ≥ {FIT_FROM})")
-    time_ax.legend(loc="upper left", fontsize=9)
+    time_ax.set(xlabel="sequence length N", ylabel=f"ms per call, batch·heads {result['batch_heads']}",
+                title=f"time, d = {result['d']}, {form} (slopes for N ≥ {FIT_FROM})")
     sizes = np.concatenate(list(result["sizes"].values()))
     milliseconds = np.concatenate(list(result["seconds"].values())) * 1e3
     _log_ticks(time_ax.xaxis, sizes.min(), sizes.max(), powers_of_two=True)
-    _log_ticks(time_ax.yaxis, milliseconds.min(), milliseconds.max())
+    _log_ticks(time_ax.yaxis, milliseconds.min(), milliseconds.max(), step=2)
+    time_ax.set(xlim=(sizes.min() / 1.5, sizes.max() * 2), ylim=(milliseconds.min() / 2, milliseconds.max() * 20))
     time_ax.grid(alpha=0.3)
 
     n = result["memory_sizes"]
@@ -137,13 +138,12 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
     for x, y, va, color, text in labels:
         memory_ax.text(x, y, text, color=color, fontsize=9, ha="right", va=va, in_layout=False)
     memory_ax.set(xlabel="sequence length N", ylabel="entries per head",
-                  title="memory per head (la.attention_cost)")
+                  title="memory (la.attention_cost)")
     _log_ticks(memory_ax.xaxis, n.min(), n.max(), powers_of_two=True)
     _log_ticks(memory_ax.yaxis, state.min(), matrix.max(), step=2)
     memory_ax.set_ylim(state.min() / 4, matrix.max() * 3)
     memory_ax.grid(alpha=0.3)
-    fig.suptitle(f"Recorded measurements ({result['recorded']}), not timed now: {result['machine']}\n"
-                 f"numpy backend, parallel form, float32, batch·heads = {result['batch_heads']}", fontsize=10)
+    fig.suptitle(f"Recorded {result['recorded']} on {result['machine']}, not timed now", fontsize=10)
     return fig
 
 

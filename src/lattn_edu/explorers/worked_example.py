@@ -89,7 +89,7 @@ def plot_worked_example(result: dict[str, Any]) -> Figure:
                       fontsize=10, color="#1b9e77", fontweight="bold")
     top = max(float(v2[1]), 1.0)
     plane_ax.set(xlim=(-0.4, 1.8), ylim=(-0.3 * top, 1.2 * top), xticks=[0, 1], yticks=[0, top],
-                 xlabel="value component 1", ylabel="value component 2", title="o lies between v₁ and v₂")
+                 xlabel="component 1", ylabel="component 2", title="o lies between v₁ and v₂")
     plane_ax.grid(alpha=0.3)
     fig.suptitle(f"φ(q) = [{_number(phi_q[0])}, {_number(phi_q[1])}]:  o = φ(q)ᵀS / φ(q)ᵀz = "
                  f"[{_number(result['numerator'][0])}, {_number(result['numerator'][1])}] / "

@@ -1,0 +1,79 @@
+"""What a control change costs in every explorer: render at the defaults plus PNG encoding at dpi 90.
+
+Run: python benchmarks/explorers.py   (writes benchmarks/results/explorers.json)
+
+For each explorer in ``lattn_edu.explorers.CATALOG`` it times ``render(**defaults)`` followed by
+``figure_png(fig, dpi=90)`` (what the live widget does on every slider move) over RUNS calls
+after one untimed call, and reports the median (p50) and 95th percentile of the wall-clock time
+against the 100 ms budget of DESIGN §5. On a shared machine other processes inflate wall time,
+so it records the process's CPU time per call too, and the load average around the run. It
+also builds each static page once and records its frame count and size (budget ~3 MB).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lattn_edu import explorers
+from lattn_edu.book import machine_summary
+from lattn_edu.explorers.base import figure_png
+
+RUNS = 20
+BUDGET_MS = 100
+OUT = Path(__file__).parent / "results" / "explorers.json"
+
+
+def control_change_cost(explorer: explorers.Explorer) -> dict:
+    """p50 and p95 wall-clock milliseconds of render(**defaults) + PNG at dpi 90, and p50 CPU ms."""
+    figure_png(explorer.render(**explorer.defaults), dpi=90)  # untimed: imports, font caches
+    wall, cpu = [], []
+    for _ in range(RUNS):
+        tick, cpu_tick = time.perf_counter(), time.process_time()
+        figure_png(explorer.render(**explorer.defaults), dpi=90)
+        wall.append(time.perf_counter() - tick)
+        cpu.append(time.process_time() - cpu_tick)
+    return {"p50_ms": float(np.median(wall)) * 1e3, "p95_ms": float(np.percentile(wall, 95)) * 1e3,
+            "cpu_p50_ms": float(np.median(cpu)) * 1e3, "runs": RUNS}
+
+
+def static_page(explorer: explorers.Explorer) -> dict:
+    """Frames and size of the static page (every grid point drawn once)."""
+    tick = time.perf_counter()
+    page = explorer.static_html()
+    frames = 1
+    for options in explorer.controls.values():
+        frames *= len(options)
+    return {"frames": frames, "page_mb": len(page.encode()) / 2**20,
+            "page_build_s": time.perf_counter() - tick}
+
+
+def load_average() -> float | None:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def main() -> None:
+    rows, load_before = [], load_average()
+    print(f"{'explorer':16} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8}  {'frames':>6} {'page MB':>8}")
+    for name in sorted(explorers.CATALOG):
+        explorer = explorers.CATALOG[name]()
+        row = {"name": name, **control_change_cost(explorer), **static_page(explorer)}
+        row["within_budget"] = row["p50_ms"] < BUDGET_MS
+        rows.append(row)
+        flag = "" if row["within_budget"] else f"  over {BUDGET_MS} ms"
+        print(f"{name:16} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f} {row['cpu_p50_ms']:8.1f}  "
+              f"{row['frames']:6d} {row['page_mb']:8.2f}{flag}", flush=True)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"machine": machine_summary(), "recorded": time.strftime("%Y-%m-%d"),
+                               "load_average_before": load_before, "load_average_after": load_average(),
+                               "runs_per_explorer": RUNS, "dpi": 90, "budget_ms": BUDGET_MS,
+                               "explorers": rows}, indent=1) + "\n")
+    print(f"\n{machine_summary()}; load average {load_before} -> {load_average()}\nwritten: {OUT}")
+
+
+if __name__ == "__main__":
+    main()
