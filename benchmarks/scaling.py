@@ -3,14 +3,14 @@
 Run: python benchmarks/scaling.py   (writes src/lattn_edu/data/scaling.json, about 2-3 minutes)
 
 For d in (32, 64, 128), causal and not, N = 64, 128, ..., 16384, it times
-``la.softmax_attention`` and ``la.linear_attention`` (numpy backend, parallel form,
-elu+1 features, float32, batch·heads = 4, d_v = d) with :func:`lattn_edu.timing.measure`
+``la.softmax_attention`` and ``la.linear_attention`` (numpy backend, elu+1 features,
+float32, batch·heads = 4, d_v = d; the parallel form when non-causal, the chunkwise form
+with chunks of 64 when causal, as production kernels do) with :func:`lattn_edu.timing.measure`
 (the median of repeated calls, after one untimed call), with one BLAS thread unless
 OPENBLAS_NUM_THREADS says otherwise. A method stops growing N
 
 - before its largest intermediate passes MAX_BYTES: softmax's attention matrices
-  (4·N² floats), causal linear attention's prefix states (4·N·m·d_v floats: the parallel
-  causal form keeps every S_i);
+  (4·N² floats);
 - after its median call takes longer than SLOW_CALL_S, to keep the whole run short.
 
 It also records the entry counts of ``la.attention_cost`` (the N×N matrix against the m×d_v
@@ -43,30 +43,31 @@ SIZES = tuple(64 * 2**i for i in range(9))  # 64 ... 16384
 BATCH_HEADS = 4
 FLOAT_BYTES = 4  # float32
 MAX_BYTES = 2 * 10**9  # largest intermediate a method may build (~2 GB)
+CHUNK = 64  # chunk length of the causal (chunkwise) linear attention
 SLOW_CALL_S = 1.0  # a method stops growing N once its median call takes longer than this
 OUT = Path(__file__).resolve().parents[1] / "src" / "lattn_edu" / "data" / "scaling.json"
 
 
-def largest_intermediate_bytes(method: str, n: int, d: int, causal: bool) -> int:
-    """Bytes of the biggest array a call builds: N×N weights, or the causal prefix states."""
+def largest_intermediate_bytes(method: str, n: int, d: int) -> int:
+    """Bytes of the biggest array a call builds: N×N weights, or features and values."""
     if method == "softmax":
         return BATCH_HEADS * la.attention_cost(n, d).softmax_matrix_entries * FLOAT_BYTES
-    if causal:
-        return BATCH_HEADS * n * la.attention_cost(n, d).linear_state_entries * FLOAT_BYTES
-    return BATCH_HEADS * n * d * FLOAT_BYTES  # features and values only
+    return BATCH_HEADS * n * d * FLOAT_BYTES  # chunkwise keeps only C×C blocks and one state
 
 
 def attention_call(method: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool):
     if method == "softmax":
         return lambda: la.softmax_attention(q, k, v, causal=causal, max_matrix_bytes=MAX_BYTES)
-    return lambda: la.linear_attention(q, k, v, causal=causal, form="parallel", backend="numpy")
+    form = "chunkwise" if causal else "parallel"  # the causal parallel form keeps all N states
+    return lambda: la.linear_attention(q, k, v, causal=causal, form=form, chunk_size=CHUNK,
+                                       backend="numpy")
 
 
 def time_method(method: str, d: int, causal: bool, seed: int = 0) -> list[dict]:
     """Median seconds per call for each N until the memory or time limit; one row per N."""
     rows = []
     for n in SIZES:
-        if largest_intermediate_bytes(method, n, d, causal) > MAX_BYTES:
+        if largest_intermediate_bytes(method, n, d) > MAX_BYTES:
             break
         q, k, v = np.random.default_rng(seed).standard_normal((3, BATCH_HEADS, n, d), dtype=np.float32)
         call = attention_call(method, q, k, v, causal)
@@ -104,7 +105,8 @@ def main() -> None:
                          "linear": time_method("linear", d, causal)})
     record = {
         "description": ("seconds per call (median) of la.softmax_attention and la.linear_attention "
-                        "(numpy backend, parallel form, elu+1), float32, batch*heads = "
+                        "(numpy backend, elu+1; parallel form non-causal, chunkwise form with chunks of "
+                        f"{CHUNK} causal), float32, batch*heads = "
                         f"{BATCH_HEADS}, d_v = d; memory in entries per head from la.attention_cost"),
         "machine": f"{machine_summary()}, {BLAS_THREADS} BLAS thread(s)",
         "blas_threads": int(BLAS_THREADS),

@@ -114,8 +114,7 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
         time_ax.text(crossover, 0.03, f" linear faster\n from N ≈ {crossover:,.0f}",
                      transform=time_ax.get_xaxis_transform(), fontsize=9, va="bottom")
     else:
-        note = "\n(the causal parallel form keeps all N states S_i)" if result["causal"] else ""
-        time_ax.text(0.98, 0.03, f"linear not faster up to N = {result['largest_shared']:,.0f}{note}",
+        time_ax.text(0.98, 0.03, f"linear not faster up to N = {result['largest_shared']:,.0f}",
                      transform=time_ax.transAxes, ha="right", fontsize=9)
     form = "causal" if result["causal"] else "non-causal"
     time_ax.set(xlabel="sequence length N", ylabel=f"ms per call, batch·heads {result['batch_heads']}",
