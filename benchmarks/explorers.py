@@ -1,10 +1,10 @@
-"""What a control change costs in every explorer: render at the defaults plus PNG encoding at dpi 90.
+"""What a control change costs in every explorer: recompute, redraw and PNG-encode at dpi 90.
 
 Run: python benchmarks/explorers.py   (writes benchmarks/results/explorers.json)
 
-For each explorer in ``lattn_edu.explorers.CATALOG`` it times ``render(**defaults)`` followed by
-``figure_png(fig, dpi=90)`` (what the live widget does on every slider move) over RUNS calls
-after one untimed call, and reports the median (p50) and 95th percentile of the wall-clock time
+For each explorer in ``lattn_edu.explorers.CATALOG`` it times ``live_png(**values)`` (what the
+live widget does on every slider move) over RUNS calls after one untimed call at the
+defaults, moving one control at a time to each of its values, and reports the median (p50) and 95th percentile of the wall-clock time
 against the 100 ms budget of DESIGN §5. On a shared machine other processes inflate wall time,
 so it records the process's CPU time per call too, and the load average around the run. It
 also builds each static page once and records its frame count and size (budget ~3 MB).
@@ -21,24 +21,34 @@ import numpy as np
 
 from lattn_edu import explorers
 from lattn_edu.book import machine_summary
-from lattn_edu.explorers.base import figure_png
+from lattn_edu.explorers.base import ImpossibleSetting
 
-RUNS = 20
+RUNS = 30
 BUDGET_MS = 100
 OUT = Path(__file__).parent / "results" / "explorers.json"
 
 
+def control_moves(explorer: explorers.Explorer) -> list[dict]:
+    """The settings a reader reaches by moving one control away from the defaults."""
+    return [{**explorer.defaults, name: value}
+            for name, options in explorer.controls.items() for value in options]
+
+
 def control_change_cost(explorer: explorers.Explorer) -> dict:
-    """p50 and p95 wall-clock milliseconds of render(**defaults) + PNG at dpi 90, and p50 CPU ms."""
-    figure_png(explorer.render(**explorer.defaults), dpi=90)  # untimed: imports, font caches
+    """p50 and p95 wall-clock milliseconds of live_png over one-control moves, and p50 CPU ms."""
+    explorer.live_png(**explorer.defaults)  # untimed: imports, font caches, the first layout
+    moves = control_moves(explorer)
     wall, cpu = [], []
-    for _ in range(RUNS):
+    for run in range(RUNS):
         tick, cpu_tick = time.perf_counter(), time.process_time()
-        figure_png(explorer.render(**explorer.defaults), dpi=90)
+        try:
+            explorer.live_png(**moves[run % len(moves)])
+        except ImpossibleSetting:  # the widget shows a message instead: nothing drawn
+            continue
         wall.append(time.perf_counter() - tick)
         cpu.append(time.process_time() - cpu_tick)
     return {"p50_ms": float(np.median(wall)) * 1e3, "p95_ms": float(np.percentile(wall, 95)) * 1e3,
-            "cpu_p50_ms": float(np.median(cpu)) * 1e3, "runs": RUNS}
+            "cpu_p50_ms": float(np.median(cpu)) * 1e3, "runs": len(wall)}
 
 
 def static_page(explorer: explorers.Explorer) -> dict:

@@ -118,3 +118,12 @@ def test_state_size_counts_match_the_seed():
     result = compute_state_size(100_000, 128)
     assert result["matrix_entries"] == 10**10 and result["state_entries"] == 16_384
     assert np.isclose(result["ratio"], 10**10 / 16_384)
+
+
+def test_live_pictures_reuse_the_first_layout_and_still_change():
+    explorer = explorers.CATALOG["decay"]()
+    first = explorer.live_png(**explorer.defaults)
+    positions = [p.bounds for p in explorer._live_positions]
+    other = explorer.live_png(**{**explorer.defaults, "gamma": explorer.controls["gamma"][0]})
+    assert first[:8] == other[:8] == b"\x89PNG\r\n\x1a\n" and first != other
+    assert [p.bounds for p in explorer._live_positions] == positions
