@@ -1,0 +1,17 @@
+"""Self-checking exercises and concept checks for the course (one module per chapter).
+
+``CATALOG`` maps ids like ``"ch03.associativity"`` to :class:`Exercise` objects::
+
+    from lattn_edu import exercises
+    ex = exercises.CATALOG["ch02.elu_plus_one"]
+    ex.check(my_function)   # quiet when right; raises exercises.ExerciseFailed when wrong
+    ex.solution             # the reference answer
+"""
+
+from . import ch02, ch05
+from .base import Exercise, ExerciseFailed
+from .quiz import Quiz
+
+CATALOG = {exercise.id: exercise for module in (ch02, ch05) for exercise in module.EXERCISES}
+
+__all__ = ["CATALOG", "Exercise", "ExerciseFailed", "Quiz"]

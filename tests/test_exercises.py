@@ -1,0 +1,135 @@
+"""Every exercise accepts its own solution and rejects wrong answers with a clear ExerciseFailed:
+slightly perturbed outputs, a function that raises, the wrong shape, None, a non-function."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lattn_edu import exercises
+from lattn_edu.exercises import ExerciseFailed, Quiz
+
+IDS = sorted(exercises.CATALOG)
+CODE = [i for i in IDS if exercises.CATALOG[i].kind == "code"]
+VALUES = [i for i in IDS if exercises.CATALOG[i].kind == "value"]
+
+
+def perturb(result, relative=1e-3):
+    """Shift the largest entry of every returned array by `relative` of the array's scale."""
+    if isinstance(result, tuple):
+        return tuple(perturb(part, relative) for part in result)
+    array = np.array(result, dtype=np.float64)
+    flat = array.reshape(-1)
+    flat[np.argmax(np.abs(flat))] += relative * max(np.abs(flat).max(), 1.0)
+    return array
+
+
+def test_catalog_ids_name_their_chapter():
+    assert IDS and all(i.startswith("ch0") and "." in i for i in IDS)
+    assert all(exercises.CATALOG[i].id == i for i in IDS)
+
+
+def test_at_least_half_ask_for_code():
+    assert len(CODE) >= len(IDS) / 2
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_accepts_its_own_solution(exercise_id, capsys):
+    exercise = exercises.CATALOG[exercise_id]
+    exercise.check(exercise.solution)
+    exercise.feedback(exercise.solution)
+    assert capsys.readouterr().out == f"✓ {exercise_id}: correct.\n"
+
+
+@pytest.mark.parametrize("exercise_id", CODE)
+def test_rejects_a_slightly_perturbed_function(exercise_id):
+    solution = exercises.CATALOG[exercise_id].solution
+
+    def almost(**kwargs):
+        return perturb(solution(**kwargs))
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG[exercise_id].check(almost)
+
+
+@pytest.mark.parametrize("exercise_id", CODE)
+def test_rejects_a_function_that_raises_naming_the_error_and_input(exercise_id):
+    def broken(**kwargs):
+        raise IndexError("index 7 is out of bounds")
+
+    with pytest.raises(ExerciseFailed, match=r"raised IndexError: index 7 is out of bounds for input \w+"):
+        exercises.CATALOG[exercise_id].check(broken)
+
+
+@pytest.mark.parametrize("exercise_id", CODE)
+def test_rejects_the_wrong_shape(exercise_id):
+    solution = exercises.CATALOG[exercise_id].solution
+
+    def extra_axis(**kwargs):
+        result = solution(**kwargs)
+        if isinstance(result, tuple):
+            return tuple(np.asarray(part)[None] for part in result)
+        return np.asarray(result)[None]
+
+    with pytest.raises(ExerciseFailed, match="shape"):
+        exercises.CATALOG[exercise_id].check(extra_axis)
+
+
+@pytest.mark.parametrize("exercise_id", CODE)
+def test_rejects_none_and_non_functions(exercise_id):
+    with pytest.raises(ExerciseFailed, match="returned None"):
+        exercises.CATALOG[exercise_id].check(lambda **kwargs: None)
+    with pytest.raises(ExerciseFailed, match="expected a function"):
+        exercises.CATALOG[exercise_id].check(42)
+
+
+@pytest.mark.parametrize("exercise_id", VALUES)
+def test_rejects_a_slightly_wrong_value_and_the_wrong_shape(exercise_id):
+    expected = exercises.CATALOG[exercise_id].solution
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG[exercise_id].check(perturb(expected, relative=1e-2))
+    with pytest.raises(ExerciseFailed, match="shape"):
+        exercises.CATALOG[exercise_id].check(np.asarray(expected)[None, None])
+    with pytest.raises(ExerciseFailed, match="not a number"):
+        exercises.CATALOG[exercise_id].check("seven")
+
+
+def test_unfinished_stub_is_not_attempted_not_wrong(capsys):
+    exercise = exercises.CATALOG[CODE[0]]
+
+    def stub(**kwargs):
+        raise NotImplementedError
+
+    exercise.feedback(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+    with pytest.raises(ExerciseFailed, match="unfinished stub"):
+        exercise.check(stub)
+    exercises.CATALOG[VALUES[0]].feedback(...)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_feedback_shows_the_failure_message(capsys):
+    exercise = exercises.CATALOG["ch02.elu_plus_one"]
+    exercise.feedback(lambda x: x + 1)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ ch02.elu_plus_one: ") and "expected" in out and "got" in out
+
+
+def test_an_answer_that_mutates_its_input_cannot_fool_the_checker():
+    exercise = exercises.CATALOG["ch02.elu_plus_one"]
+
+    def sneaky(x):
+        result = exercise.solution(x)
+        x[...] = 0  # scribble over the input after computing
+        return result
+
+    exercise.check(sneaky)
+
+
+def test_quiz_html_is_self_contained_and_marks_one_answer():
+    quiz = Quiz("2 + 2?", ("3", "4"), 1, ("too small", "yes"))
+    page = quiz._repr_html_()
+    assert page.count('data-correct="1"') == 1 and "http" not in page
+    assert quiz.is_correct(1) and not quiz.is_correct(0)
+    with pytest.raises(ValueError, match="answer must index an option"):
+        Quiz("?", ("a", "b"), 2, ("x", "y"))
