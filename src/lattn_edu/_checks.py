@@ -132,3 +132,19 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
     return bool(value)
+
+
+def check_decay_values(value: Any, name: str, dtype: np.dtype) -> np.ndarray:
+    """A float or numpy array of decays, every entry in (0, 1], as an array of ``dtype``.
+
+    Shared by retention's γ and the SSM scan's a_i: a decay of 0 would make log-space
+    products undefined, and one above 1 would let the state grow without bound.
+    """
+    if is_torch_tensor(value) or isinstance(value, (str, bytes, bool)) or value is None:
+        raise TypeError(f"{name} must be a float or a numpy array of floats; got {type(value).__name__}")
+    value = np.asarray(value)
+    if value.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a float or a numpy array of floats; got dtype {value.dtype}")
+    if not (np.isfinite(value).all() and (value > 0).all() and (value <= 1).all()):
+        raise ValueError(f"{name} must lie in (0, 1]; got values in [{value.min()}, {value.max()}]")
+    return value.astype(dtype)

@@ -14,20 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_choice, check_positive_int, check_qkv, is_torch_tensor
+from ._checks import check_choice, check_decay_values, check_positive_int, check_qkv, is_torch_tensor
 
 RETENTION_FORMS = ("parallel", "recurrent", "chunkwise")
 
 
 def _check_gamma(gamma: Any, lead: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """γ as an array broadcast to the leading axes, every value in (0, 1]."""
-    if is_torch_tensor(gamma) or isinstance(gamma, (str, bytes, bool)) or gamma is None:
-        raise TypeError(f"gamma must be a float or a numpy array of floats; got {type(gamma).__name__}")
-    gamma = np.asarray(gamma)
-    if gamma.dtype.kind not in "fiu":
-        raise TypeError(f"gamma must be a float or a numpy array of floats; got dtype {gamma.dtype}")
-    if not (np.isfinite(gamma).all() and (gamma > 0).all() and (gamma <= 1).all()):
-        raise ValueError(f"gamma must lie in (0, 1]; got {gamma.tolist()}")
+    gamma = check_decay_values(gamma, "gamma", dtype)
     try:
         shape = np.broadcast_shapes(gamma.shape, lead)
     except ValueError:
@@ -35,7 +29,7 @@ def _check_gamma(gamma: Any, lead: tuple[int, ...], dtype: np.dtype) -> np.ndarr
     if shape != lead:
         raise ValueError(f"gamma must broadcast against the leading axes {lead} (e.g. shape "
                          f"[H] for q of shape [B, H, N, d]); got shape {gamma.shape}")
-    return np.broadcast_to(gamma.astype(dtype), lead)
+    return np.broadcast_to(gamma, lead)
 
 
 def decay_matrix(gamma: Any, n: int, dtype: Any = np.float64) -> np.ndarray:

@@ -19,21 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_sequence, is_torch_tensor
+from ._checks import check_decay_values, check_sequence, is_torch_tensor
 
 
 def _check_decay(decay: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """Decays a_i in (0, 1], broadcast to ``shape`` = [..., N, m]."""
-    if is_torch_tensor(decay) or isinstance(decay, (str, bytes, bool)) or decay is None:
-        raise TypeError(f"decay must be a float or a numpy array; got {type(decay).__name__}")
-    decay = np.asarray(decay)
-    if decay.dtype.kind not in "fiu":
-        raise TypeError(f"decay must hold floats; got dtype {decay.dtype}")
-    if not (np.isfinite(decay).all() and (decay > 0).all() and (decay <= 1).all()):
-        raise ValueError("decay must lie in (0, 1] (a stable, non-oscillating diagonal state); "
-                         f"got values in [{decay.min()}, {decay.max()}]")
+    decay = check_decay_values(decay, "decay", dtype)
     try:
-        return np.broadcast_to(decay.astype(dtype), shape)
+        return np.broadcast_to(decay, shape)
     except ValueError:
         raise ValueError(f"decay must broadcast to [..., N, m] = {shape} (a float, [m], "
                          f"[..., N, 1] or [..., N, m]); got shape {decay.shape}") from None
