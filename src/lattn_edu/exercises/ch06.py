@@ -1,0 +1,108 @@
+"""Exercises for chapter 6: feature maps, elu+1 and positive random features (FAVOR+).
+
+The checkers compare against the package: ``la.FavorPlus`` for the features and their
+rescaling, ``la.linear_attention`` for the attention output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import lattn_edu as la
+
+from .base import Exercise, ExerciseFailed, check_function, code_exercise, value_exercise
+
+
+def solution_favor_features(x, W):
+    """φ(x)_r = exp(w_r·x - ||x||²/2) / √m for the rows w_r of W [m, d]: [..., d] -> [..., m]."""
+    m = W.shape[0]
+    return np.exp(x @ W.T - 0.5 * (x * x).sum(-1, keepdims=True)) / np.sqrt(m)
+
+
+def _favor_cases():
+    """(feature map, input) pairs: the projection W is the map's own."""
+    rng = np.random.default_rng(6)
+    return [(la.FavorPlus(16, 32, seed=0), rng.standard_normal((5, 16)) * 16**-0.25),
+            (la.FavorPlus(5, 7, seed=1), rng.standard_normal((1, 5))),  # N = 1, m not a multiple of d
+            (la.FavorPlus(3, 9, orthogonal=False, seed=2), rng.standard_normal((2, 11, 3))),
+            (la.FavorPlus(8, 13, seed=3), (rng.standard_normal((9, 8)) * 8**-0.25).astype(np.float32)),
+            (la.FavorPlus(4, 6, seed=4), rng.standard_normal(4))]  # one vector [d]
+
+
+def _check_favor_features(answer):
+    for feature_map, x in _favor_cases():
+        check_function(answer, lambda x, W, feature_map=feature_map: feature_map(x),
+                       [{"x": x, "W": feature_map.projection}], rtol=1e-5)
+
+
+def solution_favor_attention(q, k, v, m, seed):
+    """Non-causal FAVOR+ estimate of softmax attention: features of d^(-1/4)·q and d^(-1/4)·k."""
+    d = q.shape[-1]
+    return la.linear_attention(q * d**-0.25, k * d**-0.25, v, feature_map=la.FavorPlus(d, m, seed=seed))
+
+
+def _attention_cases():
+    rng = np.random.default_rng(61)
+    cases = [(64, 16, 8, 32, 0), (1, 5, 3, 7, 1), (37, 9, 5, 20, 2)]  # (N, d, d_v, m, seed)
+    out = [{"q": rng.standard_normal((n, d)), "k": rng.standard_normal((n, d)),
+            "v": rng.standard_normal((n, d_v)), "m": m, "seed": seed} for n, d, d_v, m, seed in cases]
+    q, k, v = (rng.standard_normal((48, 12)).astype(np.float32) for _ in range(3))
+    return out + [{"q": q, "k": k, "v": v, "m": 24, "seed": 3}]
+
+
+def solution_rescaled_features(q, k, W):
+    """(φ(q)/c_q, φ(k)/c_k) computed in log space: c_q is each query's largest feature,
+    c_k the largest key feature of the whole sequence."""
+    def log_phi(x):
+        return x @ W.T - 0.5 * (x * x).sum(-1, keepdims=True) - 0.5 * np.log(W.shape[0])
+
+    log_q, log_k = log_phi(q), log_phi(k)  # [N_q, m], [N, m]
+    return (np.exp(log_q - log_q.max(-1, keepdims=True)),
+            np.exp(log_k - log_k.max()))
+
+
+def _rescaled_cases():
+    rng = np.random.default_rng(62)
+    specs = [(16, 32, 6, 0, 1.0, np.float64),  # (d, m, N, seed, input scale, dtype)
+             (5, 9, 1, 1, 1.0, np.float64),  # N = 1
+             (7, 11, 13, 2, 3.0, np.float64),
+             (16, 64, 20, 3, 5.0, np.float32)]  # plain float32 features underflow to 0 here
+    return [(la.FavorPlus(d, m, seed=seed),
+             (scale * rng.standard_normal((n, d))).astype(dtype),
+             (scale * rng.standard_normal((n, d))).astype(dtype))
+            for d, m, n, seed, scale, dtype in specs]
+
+
+def _check_rescaled_features(answer):
+    for feature_map, q, k in _rescaled_cases():
+        _reject_none(answer, q=q, k=k, W=feature_map.projection)
+        check_function(answer,
+                       lambda q, k, W, feature_map=feature_map: feature_map.rescaled_features(q, k)[:2],
+                       [{"q": q, "k": k, "W": feature_map.projection}], rtol=1e-4, outputs=2)
+
+
+def _reject_none(answer, **case):
+    """check_function reports a missing tuple, not a missing return, for two outputs: say it plainly."""
+    try:
+        result = answer(**{name: np.copy(value) for name, value in case.items()})
+    except Exception:  # check_function reports it (and lets an unfinished stub through)
+        return
+    if result is None:
+        raise ExerciseFailed(f"{getattr(answer, '__name__', 'your function')} returned None: "
+                             "did you forget the return statement?")
+
+
+# eq-ch06-variance for unit q and k with q·k = 0.5: ||q + k||² = 1 + 2·0.5 + 1 = 3.
+RELATIVE_MSE = (np.exp(3.0) - 1) / 16
+
+EXERCISES = [
+    Exercise("ch06.favor_features", "Build the FAVOR+ features φ(x) from the projection W", "code",
+             solution_favor_features, _check_favor_features),
+    code_exercise("ch06.favor_attention", "Approximate softmax attention with FAVOR+",
+                  solution_favor_attention, _attention_cases, rtol=1e-5),
+    Exercise("ch06.rescaled_features", "Rescale the FAVOR+ features in log space so they stay in range",
+             "code", solution_rescaled_features, _check_rescaled_features),
+    value_exercise("ch06.relative_mse",
+                   "The relative mean squared error for unit q, k with q·k = 0.5 at m = 16",
+                   float(RELATIVE_MSE), rtol=4e-3),
+]

@@ -1,0 +1,93 @@
+"""Exercises for chapter 7: the quality gap, measured by rank, sharpness and normalisation.
+
+The checkers compare against the package's measurements: ``la.numerical_rank``,
+``la.row_entropy`` and ``la.denominator_drift``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import lattn_edu as la
+
+from .base import Exercise, check_function, value_exercise
+
+
+def solution_numerical_rank(a):
+    """How many singular values exceed max(M, N)·ε·σ_max, with ε the machine epsilon of a's dtype."""
+    sigma = np.linalg.svd(a, compute_uv=False)  # largest first
+    threshold = max(a.shape) * np.finfo(a.dtype).eps * sigma[0]
+    return int((sigma > threshold).sum())
+
+
+def _rank_cases():
+    rng = np.random.default_rng(7)
+    q, k = rng.standard_normal((2, 40, 6))
+    low_rank = rng.standard_normal((9, 4)) @ rng.standard_normal((4, 13))  # rank 4, not square
+    q_soft, k_soft = rng.standard_normal((2, 12, 4))
+    q32, k32 = (rng.standard_normal((48, 16)) * 16**-0.25).astype(np.float32), \
+        (rng.standard_normal((48, 16)) * 16**-0.25).astype(np.float32)
+    return [{"a": la.effective_attention_matrix(q, k, feature_map="elu+1")},  # rank d = 6
+            {"a": low_rank},
+            {"a": la.softmax_attention_weights(q_soft, k_soft)},  # full rank
+            {"a": np.array([[0.7]])},  # N = 1
+            {"a": la.effective_attention_matrix(q32, k32, feature_map=la.FavorPlus(16, 5, seed=0))},
+            {"a": np.zeros((3, 5))}]  # no non-zero singular value: rank 0
+
+
+def _check_numerical_rank(answer):
+    check_function(answer, lambda a: la.numerical_rank(a), _rank_cases(), rtol=0.0)
+
+
+def solution_row_entropy(weights):
+    """H_i = -Σ_j A_ij log A_ij for every row, in nats, with 0·log 0 = 0."""
+    logs = np.log(np.where(weights > 0, weights, 1.0))  # log 1 = 0 where the weight is 0
+    return -(weights * logs).sum(-1)
+
+
+def _entropy_cases():
+    rng = np.random.default_rng(71)
+    q, k = rng.standard_normal((2, 7, 4))
+    q32, k32 = rng.standard_normal((2, 33, 8)).astype(np.float32)
+    q_wide, k_wide = rng.standard_normal((6, 4)), rng.standard_normal((9, 4))
+    return [{"weights": la.softmax_attention_weights(q_wide, k_wide)},  # N_q != N
+            {"weights": la.softmax_attention_weights(q, k, causal=True)},  # zeros above the diagonal
+            {"weights": np.vstack([np.eye(5)[[3, 0, 4]], np.full((1, 5), 0.2)])},  # 0, 0, 0, log 5
+            {"weights": la.softmax_attention_weights(q[:1], k)},  # one query: N_q = 1
+            {"weights": la.effective_attention_matrix(q32, k32, feature_map="elu+1")}]
+
+
+def _check_row_entropy(answer):
+    check_function(answer, lambda weights: la.row_entropy(weights), _entropy_cases(), rtol=1e-5)
+
+
+def solution_causal_denominator(q, k):
+    """φ(q_i)ᵀ z_i with z_i = Σ_{j<=i} φ(k_j) and φ = elu+1, for every position i: [N, d] -> [N]."""
+    z = np.cumsum(la.elu_plus_one(k), axis=0)  # z_i for every i  [N, m]
+    return (la.elu_plus_one(q) * z).sum(-1)
+
+
+def _denominator_cases():
+    rng = np.random.default_rng(72)
+    shapes = [(1, 4), (9, 3), (100, 16)]  # (N, d)
+    cases = [{"q": rng.standard_normal(shape), "k": rng.standard_normal(shape)} for shape in shapes]
+    q32, k32 = rng.standard_normal((2, 65, 5)).astype(np.float32)
+    return cases + [{"q": q32, "k": k32}]
+
+
+def _check_causal_denominator(answer):
+    check_function(answer, lambda q, k: la.denominator_drift(q, k, feature_map="elu+1"),
+                   _denominator_cases(), rtol=1e-5)
+
+
+EXERCISES = [
+    Exercise("ch07.numerical_rank", "Estimate the numerical rank of a matrix", "code",
+             solution_numerical_rank, _check_numerical_rank),
+    Exercise("ch07.row_entropy", "The entropy of each row of attention weights", "code",
+             solution_row_entropy, _check_row_entropy),
+    Exercise("ch07.causal_denominator", "The causal denominator φ(q_i)ᵀz_i at every position", "code",
+             solution_causal_denominator, _check_causal_denominator),
+    value_exercise("ch07.max_rank",
+                   "The largest possible rank of a non-causal linear-attention matrix with N = 256, m = 16",
+                   16.0, rtol=1e-6),
+]

@@ -1,0 +1,97 @@
+"""Exercises for chapter 8: retention, its decay matrix and its three forms.
+
+The checkers compare against ``la.decay_matrix`` and ``la.retention`` (recurrent and
+chunkwise forms).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import lattn_edu as la
+
+from .base import Exercise, check_function, value_exercise
+
+
+def solution_decay_matrix(gamma, n):
+    """D[i, j] = γ^(i-j) for j <= i and 0 above the diagonal, [n, n]."""
+    distance = np.subtract.outer(np.arange(n), np.arange(n))  # i - j
+    return np.where(distance >= 0, gamma ** np.maximum(distance, 0), 0.0)
+
+
+def _decay_cases():
+    return [{"gamma": 0.8, "n": 8}, {"gamma": 1.0, "n": 5},  # γ = 1: the plain causal mask
+            {"gamma": 0.9, "n": 1}, {"gamma": 0.5, "n": 37},
+            {"gamma": 0.05, "n": 300}]  # γ^-(n-1) overflows: the upper triangle must not use it
+
+
+def _check_decay_matrix(answer):
+    check_function(answer, lambda gamma, n: la.decay_matrix(gamma, n), _decay_cases(), rtol=1e-9)
+
+
+def solution_recurrent_retention(q, k, v, gamma):
+    """S_n = γ S_{n-1} + k_n v_nᵀ, o_n = q_nᵀ S_n, token by token: [N, d], [N, d_v] -> [N, d_v]."""
+    state = np.zeros((k.shape[-1], v.shape[-1]))  # S_0 = 0  [d, d_v]
+    out = np.zeros((q.shape[0], v.shape[-1]))
+    for n in range(q.shape[0]):
+        state = gamma * state + np.outer(k[n], v[n])
+        out[n] = q[n] @ state
+    return out
+
+
+def _retention_cases():
+    rng = np.random.default_rng(8)
+    shapes = [(1, 4, 3, 0.9), (7, 3, 5, 0.8), (64, 16, 8, 1 - 2.0**-5), (20, 6, 6, 1.0)]  # (N, d, d_v, γ)
+    cases = [{"q": rng.standard_normal((n, d)), "k": rng.standard_normal((n, d)),
+              "v": rng.standard_normal((n, d_v)), "gamma": gamma} for n, d, d_v, gamma in shapes]
+    q, k, v = (rng.standard_normal((33, 8)).astype(np.float32) for _ in range(3))
+    return cases + [{"q": q, "k": k, "v": v, "gamma": 0.95}]
+
+
+def _check_recurrent_retention(answer):
+    check_function(answer, lambda q, k, v, gamma: la.retention(q, k, v, gamma, form="recurrent"),
+                   _retention_cases(), rtol=1e-5)
+
+
+def solution_chunkwise_retention(q, k, v, gamma, chunk_size):
+    """Retention chunk by chunk: the parallel form inside a chunk, the decayed state S between chunks."""
+    state = np.zeros((k.shape[-1], v.shape[-1]))  # S left by the earlier chunks  [d, d_v]
+    out = np.zeros((q.shape[0], v.shape[-1]))
+    for s in range(0, q.shape[0], chunk_size):
+        q_c, k_c, v_c = q[s:s + chunk_size], k[s:s + chunk_size], v[s:s + chunk_size]
+        t = np.arange(len(q_c))[:, None]  # offset in the chunk  [C, 1]
+        inside = ((q_c @ k_c.T) * la.decay_matrix(gamma, len(q_c))) @ v_c
+        out[s:s + chunk_size] = inside + gamma ** (t + 1) * (q_c @ state)
+        state = gamma ** len(q_c) * state + (gamma ** (len(q_c) - 1 - t) * k_c).T @ v_c
+    return out
+
+
+def _chunkwise_cases():
+    rng = np.random.default_rng(81)
+    shapes = [(1, 4, 3, 0.9, 4),  # (N, d, d_v, γ, C): N = 1
+              (10, 3, 2, 0.8, 3),  # C does not divide N
+              (64, 16, 8, 1 - 2.0**-5, 16),
+              (9, 5, 4, 0.7, 1),  # C = 1 is the recurrent form
+              (12, 4, 4, 1.0, 20)]  # C > N is the parallel form
+    cases = [{"q": rng.standard_normal((n, d)), "k": rng.standard_normal((n, d)),
+              "v": rng.standard_normal((n, d_v)), "gamma": gamma, "chunk_size": c}
+             for n, d, d_v, gamma, c in shapes]
+    q, k, v = (rng.standard_normal((45, 8)).astype(np.float32) for _ in range(3))
+    return cases + [{"q": q, "k": k, "v": v, "gamma": 0.95, "chunk_size": 8}]
+
+
+def _check_chunkwise_retention(answer):
+    check_function(answer, lambda q, k, v, gamma, chunk_size: la.retention(
+        q, k, v, gamma, form="chunkwise", chunk_size=chunk_size), _chunkwise_cases(), rtol=1e-5)
+
+
+EXERCISES = [
+    Exercise("ch08.decay_matrix", "Write retention's decay matrix D", "code",
+             solution_decay_matrix, _check_decay_matrix),
+    Exercise("ch08.recurrent_retention", "Recurrent retention, one token at a time", "code",
+             solution_recurrent_retention, _check_recurrent_retention),
+    Exercise("ch08.chunkwise_retention", "Chunkwise retention: parallel inside a chunk, a state between",
+             "code", solution_chunkwise_retention, _check_chunkwise_retention),
+    value_exercise("ch08.half_life", "The half-life ln 2 / (-ln γ) at γ = 0.9, in tokens",
+                   float(np.log(2) / -np.log(0.9)), rtol=4e-3),
+]
