@@ -87,6 +87,9 @@ def check_function(answer: Any, reference: Callable[..., Any], cases: list[dict[
         except Exception as error:  # a student's bug: report it, never crash the checker
             raise ExerciseFailed(f"{name} raised {type(error).__name__}: {error} "
                                  f"for input {describe_case(case)}") from None
+        if got is None:
+            raise ExerciseFailed(f"{name} returned None for input {describe_case(case)}: "
+                                 "did you forget the return statement?")
         if outputs == 1:
             assert_matches(got, expected, rtol, name, describe_case(case))
             continue
