@@ -1,0 +1,66 @@
+"""Exercises for chapter 3: moving the parentheses, and what each order costs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import lattn_edu as la
+
+from .base import Exercise, check_function, value_exercise
+
+
+def solution_parallel_form(phi_q, phi_k, v):
+    """O = φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1), non-causal, no eps: [N_q, m], [N, m], [N, d_v] -> [N_q, d_v]."""
+    S = phi_k.T @ v  # [m, d_v]: the sequence axis is contracted first
+    z = phi_k.sum(axis=0)  # [m], the same as φ(K)ᵀ1
+    return (phi_q @ S) / (phi_q @ z)[:, None]  # row i divided by its own denominator
+
+
+def _reference_parallel_form(phi_q, phi_k, v):
+    return la.parallel_linear_attention(phi_q, phi_k, v, causal=False, eps=0.0)
+
+
+def _feature_cases():
+    rng = np.random.default_rng(301)
+    cases = []
+    for n_q, n, m, d_v in ((1, 1, 1, 1), (1, 1, 3, 2), (7, 7, 4, 3), (5, 11, 6, 2), (63, 63, 8, 5)):
+        cases.append({"phi_q": la.elu_plus_one(rng.standard_normal((n_q, m))),
+                      "phi_k": la.elu_plus_one(rng.standard_normal((n, m))),
+                      "v": rng.standard_normal((n, d_v))})
+    q, k, v = rng.standard_normal((3, 17, 16)).astype(np.float32)
+    cases.append({"phi_q": la.elu_plus_one(q), "phi_k": la.elu_plus_one(k), "v": v})
+    return cases
+
+
+def solution_two_costs(n, d):
+    """Multiply-adds of (φ(Q)φ(K)ᵀ)V and of φ(Q)(φ(K)ᵀV) for one head, with d_v = m = d."""
+    d_v = m = d
+    left = n * n * m + n * n * d_v  # the N×N weights, then weights times V
+    right = n * m * d_v + n * m * d_v  # S = φ(K)ᵀV, then φ(Q) S
+    return left, right
+
+
+def _reference_two_costs(n, d):
+    cost = la.attention_cost(n=n, d=d)
+    return cost.softmax_macs, cost.linear_macs
+
+
+def _cost_cases():
+    return [{"n": n, "d": d} for n, d in ((1, 1), (1, 64), (7, 3), (128, 128), (1000, 64),
+                                           (100_000, 128))]
+
+
+EXERCISES = [
+    Exercise("ch03.parallel_form", "The parallel form φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1) from features",
+             "code", solution_parallel_form,
+             lambda answer: check_function(answer, _reference_parallel_form, _feature_cases(),
+                                           rtol=1e-5)),
+    Exercise("ch03.two_costs", "Count the multiply-adds of both parenthesisations", "code",
+             solution_two_costs,
+             lambda answer: check_function(answer, _reference_two_costs, _cost_cases(), rtol=1e-9)),
+    value_exercise("ch03.state_entries", "Entries of the state S at N = 100,000, d = d_v = m = 128",
+                   la.attention_cost(n=100_000, d=128).linear_state_entries),
+    value_exercise("ch03.work_ratio",
+                   "How many times more multiply-adds the left order needs at N = 32,768, d = d_v = m = 64",
+                   la.attention_cost(n=32_768, d=64).compute_ratio, rtol=1e-3),
+]

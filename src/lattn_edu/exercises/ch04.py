@@ -1,0 +1,96 @@
+"""Exercises for chapter 4: the recurrent form, one token at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import lattn_edu as la
+
+from .base import Exercise, check_function
+
+
+def solution_update(S, z, phi_k, v):
+    """One token in: S_i = S_{i-1} + φ(k_i) v_iᵀ and z_i = z_{i-1} + φ(k_i)."""
+    return S + np.outer(phi_k, v), z + phi_k
+
+
+def solution_read(S, z, phi_q):
+    """One query out: o = φ(q)ᵀ S / φ(q)ᵀ z, [m, d_v], [m], [m] -> [d_v]."""
+    return (phi_q @ S) / (phi_q @ z)
+
+
+def solution_causal_scan(phi_q, phi_k, v):
+    """Causal linear attention as a loop: update with token i, then read query i."""
+    S = np.zeros((phi_k.shape[1], v.shape[1]), dtype=v.dtype)  # S_0 = 0  [m, d_v]
+    z = np.zeros(phi_k.shape[1], dtype=v.dtype)  # z_0 = 0  [m]
+    out = np.empty((len(phi_q), v.shape[1]), dtype=v.dtype)  # [N, d_v]
+    for i in range(len(phi_q)):
+        S, z = solution_update(S, z, phi_k[i], v[i])
+        out[i] = solution_read(S, z, phi_q[i])
+    return out
+
+
+def _state(S, z):
+    """A LinearAttentionState (no eps) holding S and z, the package's version of the pair."""
+    state = la.LinearAttentionState(m=len(z), d_v=S.shape[1], dtype=S.dtype, eps=0.0)
+    state.S[...], state.z[...] = S, z
+    return state
+
+
+def _reference_update(S, z, phi_k, v):
+    state = _state(S, z)
+    state.update(phi_k, v)
+    return state.S, state.z
+
+
+def _reference_read(S, z, phi_q):
+    return _state(S, z).read(phi_q)
+
+
+def _reference_causal_scan(phi_q, phi_k, v):
+    return la.recurrent_linear_attention(phi_q, phi_k, v, causal=True, eps=0.0)
+
+
+def _features(rng, n, m, dtype=np.float64):
+    return la.elu_plus_one(rng.standard_normal((n, m))).astype(dtype)
+
+
+def _state_cases(rng, with_token):
+    """(S, z) after a few random tokens, plus the next token's φ(k), v or φ(q): odd sizes, float32."""
+    cases = []
+    for tokens, m, d_v, dtype in ((0, 1, 1, np.float64), (0, 3, 2, np.float64), (1, 1, 1, np.float64),
+                                  (4, 5, 7, np.float64), (9, 3, 2, np.float64), (6, 8, 4, np.float32)):
+        phi_k, v = _features(rng, tokens, m, dtype), rng.standard_normal((tokens, d_v)).astype(dtype)
+        case = {"S": phi_k.T @ v, "z": phi_k.sum(axis=0)}
+        if with_token:
+            case.update(phi_k=_features(rng, 1, m, dtype)[0], v=rng.standard_normal(d_v).astype(dtype))
+        elif tokens:  # a read needs at least one token in the state
+            case.update(phi_q=_features(rng, 1, m, dtype)[0])
+        else:
+            continue
+        cases.append(case)
+    return cases
+
+
+def _sequence_cases():
+    rng = np.random.default_rng(403)
+    cases = [{"phi_q": _features(rng, n, m), "phi_k": _features(rng, n, m),
+              "v": rng.standard_normal((n, d_v))} for n, m, d_v in ((1, 1, 1), (1, 3, 2), (7, 3, 2),
+                                                                    (50, 8, 5))]
+    cases.append({"phi_q": _features(rng, 33, 16, np.float32), "phi_k": _features(rng, 33, 16, np.float32),
+                  "v": rng.standard_normal((33, 16)).astype(np.float32)})
+    return cases
+
+
+EXERCISES = [
+    Exercise("ch04.update", "The recurrent update (S, z, φ(k), v) -> (S', z')", "code", solution_update,
+             lambda answer: check_function(answer, _reference_update,
+                                           _state_cases(np.random.default_rng(401), True), rtol=1e-5,
+                                           outputs=2)),
+    Exercise("ch04.read", "The read-out (S, z, φ(q)) -> o", "code", solution_read,
+             lambda answer: check_function(answer, _reference_read,
+                                           _state_cases(np.random.default_rng(402), False), rtol=1e-5)),
+    Exercise("ch04.causal_scan", "Causal linear attention as a scan over the tokens", "code",
+             solution_causal_scan,
+             lambda answer: check_function(answer, _reference_causal_scan, _sequence_cases(), rtol=1e-5)),
+]
