@@ -12,6 +12,7 @@ from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
 from .base import Exercise, ExerciseFailed
 from .quiz import Quiz
 
-CATALOG = {exercise.id: exercise for module in (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08) for exercise in module.EXERCISES}
+CHAPTERS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08)
+CATALOG = {exercise.id: exercise for module in CHAPTERS for exercise in module.EXERCISES}
 
 __all__ = ["CATALOG", "Exercise", "ExerciseFailed", "Quiz"]
