@@ -50,7 +50,10 @@ def use_book_style() -> None:
         "figure.facecolor": "white", "savefig.facecolor": "white", "axes.facecolor": "white",
         "savefig.transparent": False, "text.color": "#222222", "axes.labelcolor": "#222222",
         "xtick.color": "#222222", "ytick.color": "#222222", "axes.edgecolor": "#444444",
-        "figure.dpi": 100, "font.size": 11, "axes.grid": True, "grid.alpha": 0.3,
+        # Wide multi-panel figures are shrunk to the page's ~690 px column: larger type
+        # keeps tick labels and legends readable after that.
+        "figure.dpi": 100, "font.size": 13, "axes.titlesize": 13, "legend.fontsize": 11,
+        "xtick.labelsize": 11, "ytick.labelsize": 11, "axes.grid": True, "grid.alpha": 0.3,
         "figure.constrained_layout.use": True,
     })
 
