@@ -126,3 +126,77 @@ def test_numba_equals_numpy_on_random_shapes(lead, n, n_q, d, d_v, causal, form,
     got, want = numba_and_numpy(q, k, v, form=form, causal=causal, chunk_size=chunk_size)
     assert got.dtype == dtype
     assert_close(got, want, what=f"numba {form}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("chunk_size", [1, 16, 64, 300], ids=lambda c: f"C{c}")
+def test_fused_elu_chunkwise_equals_features_then_kernel(chunk_size, causal, dtype, rng):
+    """The kernel that computes elu+1 itself matches the numpy reference fed la.elu_plus_one."""
+    q, k, v = make_qkv(rng, (2, 3), 100, dtype, d=8, d_v=6)
+    q, k = q * dtype(4), k * dtype(4)  # both branches of elu, and exp far below 1
+    got = numba_backend.chunkwise_elu_linear_attention(q, k, v, causal, 1e-6, chunk_size)
+    want = la.chunkwise_linear_attention(la.elu_plus_one(q), la.elu_plus_one(k), v, causal, 1e-6,
+                                         chunk_size)
+    assert got.dtype == dtype
+    assert_close(got, want, what=f"fused elu+1 chunkwise C={chunk_size}")
+
+
+def test_linear_attention_takes_the_fused_kernel_for_elu_chunkwise(rng, monkeypatch):
+    calls = []
+    fused = numba_backend.FUSED[("chunkwise", "elu+1")]
+    monkeypatch.setitem(numba_backend.FUSED, ("chunkwise", "elu+1"),
+                        lambda *args: calls.append(1) or fused(*args))
+    q, k, v = make_qkv(rng, (2,), 70, np.float32)
+    la.linear_attention(q, k, v, causal=True, form="chunkwise", backend="numba")
+    la.linear_attention(q, k, v, causal=True, form="chunkwise", backend="numba", feature_map="relu")
+    assert calls == [1]  # elu+1 only; any other feature map goes through FORMS
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+def test_fused_elu_underflow_matches_numpy(dtype):
+    """exp of very negative inputs underflows to the same subnormals and zeros as numpy's."""
+    x = np.linspace(-120, 2, 64 * 5, dtype=dtype).reshape(64, 5)
+    q, v = x[::-1].copy(), np.ones((64, 2), dtype)
+    got = numba_backend.chunkwise_elu_linear_attention(q, x, v, False, 1e-6, 16)
+    want = la.chunkwise_linear_attention(la.elu_plus_one(q), la.elu_plus_one(x), v, False, 1e-6, 16)
+    assert_close(got, want, what="fused elu+1 near underflow")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+def test_fused_vanished_denominator_is_reported(dtype):
+    """elu+1 of -800 is exp(-800) = 0 in both precisions: with eps=0 the 0/0 must reach the NaN check."""
+    q = np.full((4, 3), -800.0, dtype)
+    with pytest.raises(ValueError, match="denominator"):
+        la.linear_attention(q, q, np.ones((4, 2), dtype), eps=0.0, causal=True, form="chunkwise",
+                            backend="numba")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n", [1, 63, 100, 257], ids=lambda n: f"N{n}")
+@pytest.mark.parametrize("block_size", [16, 64], ids=lambda b: f"block{b}")
+def test_numba_softmax_matches_reference(block_size, n, causal, dtype, rng):
+    q, k, v = make_qkv(rng, (2, 3), n, dtype)
+    q, k = q * dtype(3), k * dtype(3)  # peaked rows: the running maximum matters
+    got = numba_backend.softmax_attention(q, k, v, causal=causal, block_size=block_size)
+    assert got.dtype == dtype
+    assert_close(got, la.softmax_attention(q, k, v, causal=causal), what="numba softmax")
+
+
+@pytest.mark.parametrize("scale", [None, 0.05, 2.0])
+def test_numba_softmax_fewer_queries_and_scale(scale, rng):
+    q, k, v = make_qkv(rng, (2,), 150, np.float64, n_q=37)
+    got = numba_backend.softmax_attention(q, k, v, scale=scale, block_size=32)
+    assert_close(got, la.softmax_attention(q, k, v, scale=scale), what=f"numba softmax scale={scale}")
+
+
+def test_numba_softmax_refuses_bad_input(rng):
+    q, k, v = make_qkv(rng, (), 10, np.float64)
+    with pytest.raises(ValueError, match="scale"):
+        numba_backend.softmax_attention(q, k, v, scale=-1.0)
+    with pytest.raises(ValueError, match="causal"):
+        numba_backend.softmax_attention(q[:5], k, v, causal=True)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="numpy"):
+        numba_backend.softmax_attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))

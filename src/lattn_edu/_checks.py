@@ -42,7 +42,12 @@ def as_float_array(x: Any, name: str) -> Any:
 
 def check_finite(x: Any, name: str) -> None:
     """Raise ``ValueError`` if ``x`` holds NaN or inf."""
-    finite = x.isfinite().all().item() if is_torch_tensor(x) else bool(np.isfinite(x).all())
+    if is_torch_tensor(x):
+        finite = x.isfinite().all().item()
+    else:
+        # max and min propagate NaN and reach ±inf: two fast passes, no N-sized boolean temporary
+        x = np.asarray(x)
+        finite = x.size == 0 or bool(np.isfinite(x.max()) and np.isfinite(x.min()))
     if not finite:
         raise ValueError(f"{name} must be finite; got an array with NaN or inf entries")
 

@@ -6,7 +6,10 @@ Every backend module exposes
   (the chunkwise one also ``chunk_size``) with features [..., N_q, m], [..., N, m]
   and values [..., N, d_v], and returns [..., N_q, d_v] in the inputs' dtype;
 - ``to_backend(q, k, v) -> (q, k, v, restore)``: the inputs in the backend's array
-  type, and the function that turns an output back into the caller's type.
+  type, and the function that turns an output back into the caller's type;
+- optionally ``FUSED``: {(form, feature map name): kernel} for kernels that take raw
+  ``(q, k, v, causal, eps[, chunk_size])`` and apply the feature map themselves (the numba
+  chunkwise form with elu+1); :func:`lattn_edu.linear_attention` prefers them.
 
 Optional engines are imported only when asked for, so ``import lattn_edu`` never
 needs numba or torch, and a missing one names the command that installs it.

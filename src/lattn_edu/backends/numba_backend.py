@@ -1,28 +1,46 @@
 """The numba backend: the four forms of linear attention as JIT kernels (chapter 9, "Fast kernels").
 
 Every form runs the same algorithm as its numpy reference in :mod:`lattn_edu.linear`,
-written as loops that numba compiles to machine code:
+compiled by numba to machine code:
 
 - the leading (batch, head) axes are flattened to one axis B, and ``prange`` hands
   the B independent sequences to different threads;
-- the normaliser rides along as an extra value: with a column of ones appended to V,
-  the state φ(K)ᵀ[V | 1] = [S | z] is one [m, d_v + 1] matrix, so every form computes
-  numerator and denominator in the same products, and a last pass divides;
 - arithmetic stays in the inputs' dtype (eps is cast to it), so float32 stays float32;
   eps may be one float or a guard per query [..., N_q, 1] (see the reference forms).
 
-The block products are plain row-by-row loops rather than ``@``: numba's ``@`` calls
-BLAS through scipy, which lattn_edu does not depend on.
+The quadratic, parallel and recurrent forms are plain loops, written to be read next to
+their equations. The normaliser rides along as an extra value: with a column of ones
+appended to V, the state φ(K)ᵀ[V | 1] = [S | z] is one [m, d_v + 1] matrix, so numerator
+and denominator come from the same products, and a last pass divides.
+
+The chunkwise form is the fast one. Per chunk of C tokens it does four matrix products,
+φ(Q_c)φ(K_c)ᵀ [C, C] (masked), that times V_c, φ(Q_c) S and φ(K_c)ᵀV_c, with ``np.dot``,
+which numba sends to BLAS through scipy; each thread keeps its chunk's features and
+products in small scratch arrays that stay in cache, and the BLAS library runs on one
+thread while numba's threads are busy (threadpoolctl), so the two never fight over cores.
+Called through :data:`FUSED` it also computes the elu+1 features inside the kernel, a
+chunk at a time, instead of in separate passes over the whole input.
+
+:func:`softmax_attention` is the matching softmax kernel for the benchmarks: blocks of
+queries against blocks of keys with a running maximum and sum (the online softmax of
+FlashAttention), so it never holds more than a block of the N×N matrix.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import numpy as np
 from numba import njit, prange
 
-from .._checks import is_torch_tensor
+from .._checks import check_bool, check_positive_int, check_qkv, is_torch_tensor
+from ..softmax import _check_scale
+
+# Floating-point freedoms the fast kernels allow LLVM: fused multiply-adds and reordered
+# sums (so loops vectorise). Not 'nnan'/'ninf': a 0/0 must stay NaN for linear_attention
+# to report it.
+_FAST = {"contract", "reassoc", "nsz"}
 
 
 @njit(cache=True)
@@ -117,22 +135,135 @@ def _recurrent_kernel(phi_q, phi_k, values, causal, acc):
                 _add_row_times_matrix(phi_q[b, i], state, acc[b, i])
 
 
-@njit(cache=True, parallel=True)
-def _chunkwise_kernel(phi_q, phi_k, values, causal, chunk_size, acc):
-    """Chunks of C tokens: masked C×C weights inside a chunk, the carried [S | z] across chunks."""
-    n = phi_k.shape[1]
-    for b in prange(phi_q.shape[0]):
-        state = np.zeros((phi_k.shape[2], values.shape[2]), dtype=values.dtype)  # [m, w]
+# exp(x) for x <= 0 in float32 as a polynomial that vectorises (numba's np.exp is a
+# scalar call per element here): x = n·ln 2 + t with |t| <= ln 2 / 2, exp(t) by the
+# Cephes polynomial, and 2^n built from its exponent bits, in two factors so that
+# results below the smallest normal float (x < -87.3) come out as numpy's do.
+_LOG2E = np.float32(1.4426950408889634)
+_LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
+_EXP_POLY = (np.float32(1.9875691500e-4), np.float32(1.3981999507e-3), np.float32(8.3334519073e-3),
+             np.float32(4.1665795894e-2), np.float32(1.6666665459e-1), np.float32(5.0000001201e-1))
+
+
+@njit(cache=True, fastmath=_FAST)
+def _exp_nonpositive_float32(x, n, high, low):
+    """x[:n] = exp(min(x[:n], 0)) in place, float32 [n]; high, low: int32 scratch [>= n]."""
+    c0, c1, c2, c3, c4, c5 = _EXP_POLY
+    for i in range(n):
+        y = min(max(x[i], np.float32(-104.0)), np.float32(0.0))  # exp(-104) is 0 in float32
+        power = np.floor(y * _LOG2E + np.float32(0.5))
+        t = y - power * _LN2_HI - power * _LN2_LO  # |t| <= ln 2 / 2
+        p = ((((c0 * t + c1) * t + c2) * t + c3) * t + c4) * t + c5
+        x[i] = p * t * t + t + np.float32(1.0)  # exp(t)
+        exponent = np.int32(power)
+        top = max(exponent, np.int32(-126))
+        high[i] = (top + np.int32(127)) << 23  # the float 2^top
+        low[i] = (exponent - top + np.int32(127)) << 23  # the float 2^(n - top)
+    high_scale, low_scale = high.view(np.float32), low.view(np.float32)
+    for i in range(n):
+        x[i] = x[i] * high_scale[i] * low_scale[i]
+
+
+@njit(cache=True, fastmath=_FAST)
+def _exp_nonpositive(x, n, fast_exp, high, low):
+    """x[:n] = exp(min(x[:n], 0)) in place, flat [n]: the vectorised float32 polynomial, or np.exp."""
+    if fast_exp:
+        _exp_nonpositive_float32(x, n, high, low)
+    else:
+        for i in range(n):
+            x[i] = np.exp(min(x[i], 0.0))
+
+
+@njit(cache=True, fastmath=_FAST)
+def _elu_plus_one_block(x, out, fast_exp, high, low):
+    """out = elu(x) + 1 for a block [c, m]: exp(x) where x <= 0, x + 1 elsewhere."""
+    for i in range(x.shape[0]):
+        for r in range(x.shape[1]):
+            out[i, r] = x[i, r]
+    _exp_nonpositive(out.reshape(out.size), out.size, fast_exp, high, low)  # exp(min(x, 0))
+    for i in range(x.shape[0]):
+        for r in range(x.shape[1]):
+            if x[i, r] > 0:
+                out[i, r] += x[i, r]  # exp(0) = 1 exactly, so this is x + 1
+
+
+@njit(cache=True, fastmath=_FAST)
+def _chunk_features(x, start, stop, apply_elu, fast_exp, scratch, high, low):
+    """Rows start:stop of one sequence's features [c, m]: x itself, or elu(x) + 1 in scratch."""
+    block = x[start:stop]
+    if not apply_elu:
+        return block
+    features = scratch[:block.size].reshape(block.shape)
+    _elu_plus_one_block(block, features, fast_exp, high, low)
+    return features
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out):
+    """Chunks of C tokens, four BLAS products each; writes the normalised output [B, N_q, d_v].
+
+    q [B, N_q, m], k [B, N, m] are features (or raw inputs when ``apply_elu``), v [B, N, d_v],
+    eps [B, N_q] one guard per query. Per chunk c (causal):
+
+        A = tril(φ(Q_c)φ(K_c)ᵀ)                           [C, C]   intra-chunk weights
+        O_c = (A V_c + φ(Q_c) S) / (A 1 + φ(Q_c) z + eps)         inside the chunk + before it
+        S += φ(K_c)ᵀ V_c,  z += φ(K_c)ᵀ 1                          carry the chunk into the state
+    """
+    n, m, d_v = k.shape[1], k.shape[2], v.shape[2]
+    dtype = v.dtype
+    for b in prange(q.shape[0]):
+        state = np.zeros((m, d_v), dtype)  # S  [m, d_v]
+        normaliser = np.zeros(m, dtype)  # z  [m]
+        state_step = np.empty((m, d_v), dtype)  # φ(K_c)ᵀV_c
+        q_scratch, k_scratch = np.empty(chunk_size * m, dtype), np.empty(chunk_size * m, dtype)
+        weights_scratch = np.empty(chunk_size * chunk_size, dtype)
+        inter_scratch = np.empty(chunk_size * d_v, dtype)
+        reciprocal = np.empty(chunk_size, dtype)  # 1 / denominator of each row
+        high, low = np.empty(chunk_size * m, np.int32), np.empty(chunk_size * m, np.int32)
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
-            k_c, v_c = phi_k[b, start:stop], values[b, start:stop]  # [C, m], [C, w]
+            c = stop - start
+            k_c = _chunk_features(k[b], start, stop, apply_elu, fast_exp, k_scratch, high, low)
+            v_c = v[b, start:stop]  # [c, d_v]
             if causal:
-                q_c, acc_c = phi_q[b, start:stop], acc[b, start:stop]  # [C, m], [C, w]
-                _add_matmul(_weights(q_c, k_c, True), v_c, acc_c)  # inside the chunk
-                _add_matmul(q_c, state, acc_c)  # every chunk before it
-            _add_transposed_matmul(k_c, v_c, state)  # carry the chunk into the state
-        if not causal:  # one read of the full state for every query
-            _add_matmul(phi_q[b], state, acc[b])
+                q_c = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
+                weights = weights_scratch[:c * c].reshape((c, c))
+                np.dot(q_c, k_c.T, weights)  # φ(Q_c)φ(K_c)ᵀ
+                for i in range(c):  # mask the future; the denominator from the same pass
+                    total = eps[b, start + i]
+                    for j in range(i + 1):
+                        total += weights[i, j]
+                    for j in range(i + 1, c):
+                        weights[i, j] = 0
+                    for r in range(m):
+                        total += q_c[i, r] * normaliser[r]
+                    reciprocal[i] = 1 / total  # one division per row (1/0 = inf keeps 0/0 a NaN)
+                out_c = out[b, start:stop]  # [c, d_v]
+                np.dot(weights, v_c, out_c)  # inside the chunk
+                inter = inter_scratch[:c * d_v].reshape((c, d_v))
+                np.dot(q_c, state, inter)  # every chunk before it
+                for i in range(c):
+                    for j in range(d_v):
+                        out_c[i, j] = (out_c[i, j] + inter[i, j]) * reciprocal[i]
+            np.dot(k_c.T, v_c, state_step)  # carry the chunk into the state
+            for r in range(m):
+                for j in range(d_v):
+                    state[r, j] += state_step[r, j]
+            for i in range(c):
+                for r in range(m):
+                    normaliser[r] += k_c[i, r]
+        if not causal:  # one read of the full state for every query, a chunk at a time
+            for start in range(0, q.shape[1], chunk_size):
+                stop = min(start + chunk_size, q.shape[1])
+                q_c = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
+                out_c = out[b, start:stop]
+                np.dot(q_c, state, out_c)
+                for i in range(stop - start):
+                    total = eps[b, start + i]
+                    for r in range(m):
+                        total += q_c[i, r] * normaliser[r]
+                    for j in range(d_v):
+                        out_c[i, j] = out_c[i, j] / total
 
 
 @njit(cache=True, parallel=True)
@@ -186,7 +317,132 @@ def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
                                causal: bool = False, eps: Any = 1e-6,
                                chunk_size: int = 64) -> np.ndarray:
     """Quadratic inside chunks of ``chunk_size`` tokens, the carried state between them: [..., N_q, d_v]."""
-    return _run(_chunkwise_kernel, phi_q, phi_k, v, causal, eps, int(chunk_size))
+    return _run_chunkwise(phi_q, phi_k, v, causal, eps, chunk_size, apply_elu=False)
+
+
+def chunkwise_elu_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                                   causal: bool = False, eps: Any = 1e-6,
+                                   chunk_size: int = 64) -> np.ndarray:
+    """The chunkwise form with φ = elu + 1 applied inside the kernel: raw q [..., N_q, d],
+    k [..., N, d], v [..., N, d_v] -> [..., N_q, d_v]. The same output as
+    ``chunkwise_linear_attention(elu_plus_one(q), elu_plus_one(k), v, ...)``, without the
+    two passes over the whole input that computing the features first would cost."""
+    return _run_chunkwise(q, k, v, causal, eps, chunk_size, apply_elu=True)
+
+
+def _run_chunkwise(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, eps: Any,
+                   chunk_size: int, apply_elu: bool) -> np.ndarray:
+    """Flatten the leading axes to B, run the chunkwise kernel with one BLAS thread, reshape back."""
+    lead, dtype = v.shape[:-2], v.dtype
+    n_q, d_v = q.shape[-2], v.shape[-1]
+    flat = [np.ascontiguousarray(x.reshape((-1,) + x.shape[-2:]), dtype=dtype) for x in (q, k, v)]
+    guard = np.ascontiguousarray(np.broadcast_to(eps, lead + (n_q, 1)), dtype=dtype)  # [..., N_q, 1]
+    out = np.empty((flat[2].shape[0], n_q, d_v), dtype)
+    with one_blas_thread():
+        _chunkwise_kernel(*flat, bool(causal), int(chunk_size), apply_elu, dtype == np.float32,
+                          guard.reshape(-1, n_q), out)
+    return out.reshape(lead + (n_q, d_v))
+
+
+_BLAS_CONTROLLER: list[Any] = []
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs single-threaded (threadpoolctl), or a no-op without it.
+
+    The chunkwise kernel calls BLAS from every numba thread; a multi-threaded BLAS would
+    start threads of its own on the same cores (oversubscription), and OpenBLAS inside an
+    OpenMP region warns that it may hang.
+    """
+    try:
+        import scipy.linalg.cython_blas  # noqa: F401  (the BLAS numba calls: load it before looking)
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return contextlib.nullcontext()
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def _softmax_kernel(q, k, v, causal, scale, block, fast_exp, out):
+    """Softmax attention a block of queries at a time, online over blocks of keys (FlashAttention's
+    running maximum and sum), writing out [B, N_q, d_v]; q [B, N_q, d], k [B, N, d], v [B, N, d_v].
+
+    For each key block:  L = Q_b K_jᵀ · scale (masked),  m' = max(m, rowmax L),
+    acc = acc · exp(m - m') + exp(L - m') V_j,  l = l · exp(m - m') + rowsum exp(L - m');  o = acc / l.
+    """
+    n_q, n, d_v = q.shape[1], k.shape[1], v.shape[2]
+    dtype = v.dtype
+    n_blocks = (n_q + block - 1) // block
+    for task in prange(q.shape[0] * n_blocks):  # (sequence, query block) pairs: balanced threads
+        b, first = task // n_blocks, (task % n_blocks) * block
+        last = min(first + block, n_q)
+        rows = last - first
+        q_b = q[b, first:last]  # [rows, d]
+        logits_scratch = np.empty(rows * block, dtype)
+        high, low = np.empty(rows * block, np.int32), np.empty(rows * block, np.int32)
+        product = np.empty((rows, d_v), dtype)
+        acc = np.zeros((rows, d_v), dtype)
+        running_max = np.full(rows, -np.inf, dtype)
+        running_sum = np.zeros(rows, dtype)
+        key_end = last if causal else n
+        for key_start in range(0, key_end, block):
+            key_stop = min(key_start + block, key_end)
+            cols = key_stop - key_start
+            logits = logits_scratch[:rows * cols].reshape((rows, cols))
+            np.dot(q_b, k[b, key_start:key_stop].T, logits)  # [rows, cols]
+            for i in range(rows):
+                visible = min(cols, first + i - key_start + 1) if causal else cols  # keys j <= i
+                block_max = running_max[i]
+                for j in range(visible):
+                    logits[i, j] *= scale
+                    block_max = max(block_max, logits[i, j])
+                for j in range(visible):
+                    logits[i, j] -= block_max
+                for j in range(max(visible, 0), cols):
+                    logits[i, j] = -np.inf  # exp(-inf) = 0: masked keys get no weight
+                shrink = np.exp(running_max[i] - block_max) if visible > 0 else 1.0
+                running_max[i] = block_max
+                running_sum[i] *= shrink
+                for c in range(d_v):
+                    acc[i, c] *= shrink
+            weights = logits_scratch[:rows * cols]
+            _exp_nonpositive(weights, rows * cols, fast_exp, high, low)  # exp(L - m')
+            for i in range(rows):
+                for j in range(cols):
+                    running_sum[i] += logits[i, j]
+            np.dot(logits, v[b, key_start:key_stop], product)  # [rows, d_v]
+            for i in range(rows):
+                for c in range(d_v):
+                    acc[i, c] += product[i, c]
+        for i in range(rows):
+            for c in range(d_v):
+                out[b, first + i, c] = acc[i, c] / running_sum[i]
+
+
+def softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
+                      scale: float | None = None, block_size: int = 64) -> np.ndarray:
+    """Softmax attention softmax(q kᵀ · scale) v as a numba kernel that never builds the N×N matrix.
+
+    The same output as :func:`lattn_edu.softmax_attention` (to rounding) for numpy arrays
+    q [..., N_q, d], k [..., N, d], v [..., N, d_v], float32 or float64; ``scale`` None
+    means 1/sqrt(d). Memory is O(N): blocks of ``block_size`` queries meet blocks of keys
+    with a running maximum and sum. The softmax baseline of ``lattn-edu bench``.
+    """
+    causal = check_bool(causal, "causal")
+    q, k, v = check_qkv(q, k, v, causal)
+    if is_torch_tensor(q):
+        raise TypeError("numba softmax_attention takes numpy arrays; got torch.Tensor")
+    block_size = check_positive_int(block_size, "block_size")
+    scale = _check_scale(scale, q.shape[-1])  # None -> 1/sqrt(d)
+    lead, dtype = v.shape[:-2], v.dtype
+    n_q, d_v = q.shape[-2], v.shape[-1]
+    flat = [np.ascontiguousarray(x.reshape((-1,) + x.shape[-2:]), dtype=dtype) for x in (q, k, v)]
+    out = np.empty((flat[0].shape[0], n_q, d_v), dtype)
+    with one_blas_thread():
+        _softmax_kernel(*flat, causal, dtype.type(scale), block_size, dtype == np.float32, out)
+    return out.reshape(lead + (n_q, d_v))
 
 
 FORMS = {
@@ -195,6 +451,9 @@ FORMS = {
     "recurrent": recurrent_linear_attention,
     "chunkwise": chunkwise_linear_attention,
 }
+
+# (form, feature map) -> a kernel that takes raw q, k and applies the feature map itself.
+FUSED = {("chunkwise", "elu+1"): chunkwise_elu_linear_attention}
 
 
 def to_backend(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any, Callable[[Any], Any]]:
