@@ -151,15 +151,13 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal))
     extra = (chunk_size,) if form == "chunkwise" else ()
     fused = getattr(kernels, "FUSED", {}).get((form, feature_map)) if isinstance(feature_map, str) else None
-    if fused is not None:  # the backend applies this feature map inside its kernel (chapter 9)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = fused(q, k, v, causal, eps, *extra)
-        _check_output(out, feature_map, eps)
-        return restore(out)
-    phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
-    guard = guard_for(eps, log_scale)  # eps, matched to any rescaling of the features
     with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
-        out = kernels.FORMS[form](phi_q, phi_k, v, causal, guard, *extra)
+        if fused is not None:  # the backend applies this feature map inside its kernel (chapter 9)
+            out = fused(q, k, v, causal, eps, *extra)
+        else:
+            phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
+            guard = guard_for(eps, log_scale)  # eps, matched to any rescaling of the features
+            out = kernels.FORMS[form](phi_q, phi_k, v, causal, guard, *extra)
     _check_output(out, feature_map, eps)
     return restore(out)
 
