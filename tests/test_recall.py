@@ -1,0 +1,144 @@
+"""Tests for lattn_edu.recall: the MQAR data, the five models, and the sweep end to end."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import lattn_edu as la
+from conftest import assert_close
+
+torch = pytest.importorskip("torch")
+
+from lattn_edu import cli, recall  # noqa: E402  (needs torch, skipped above when missing)
+
+SMALL = replace(recall.TINY, d_model=16, num_heads=2, taylor_dim=3)
+MODELS = [pytest.param(name, id=name) for name in recall.MODELS]
+
+
+def batch(num_pairs=5, batch_size=6, num_keys=12, num_values=9, seed=0):
+    return recall.make_batch(num_pairs, batch_size, num_keys, num_values,
+                             torch.Generator().manual_seed(seed))
+
+
+def test_batch_layout_pairs_then_queries():
+    tokens, targets = batch()
+    assert tokens.shape == targets.shape == (6, 15)
+    keys, values = tokens[:, 0:10:2], tokens[:, 1:10:2]
+    assert ((keys >= 0) & (keys < 12)).all() and ((values >= 12) & (values < 21)).all()
+    assert all(len(set(row.tolist())) == 5 for row in keys), "keys repeat within a sequence"
+    assert (targets[:, :10] == -100).all()  # no answer is asked inside the pairs
+
+
+def test_every_query_is_answered_by_the_value_after_its_key():
+    tokens, targets = batch()
+    for row, answers in zip(tokens, targets):
+        pairs = dict(zip(row[0:10:2].tolist(), row[1:10:2].tolist()))
+        queries = row[10:].tolist()
+        assert sorted(queries) == sorted(pairs)  # every key is asked exactly once
+        assert answers[10:].tolist() == [pairs[q] for q in queries]
+
+
+def test_batches_are_seeded():
+    assert all(torch.equal(a, b) for a, b in zip(batch(seed=3), batch(seed=3)))
+    assert not torch.equal(batch(seed=3)[0], batch(seed=4)[0])
+
+
+def test_too_many_pairs_for_the_keys_is_refused():
+    with pytest.raises(ValueError, match="num_pairs"):
+        batch(num_pairs=13, num_keys=12)
+
+
+def test_taylor_features_give_the_second_order_exp_kernel(rng):
+    q, k = (torch.from_numpy(rng.standard_normal((7, 4))) for _ in range(2))
+    scores = q @ k.T
+    phi_q, phi_k = recall.taylor_features(q), recall.taylor_features(k)
+    assert phi_q.shape == (7, recall.taylor_width(4)) == (7, 15)
+    assert_close(phi_q @ phi_k.T, 1 + scores + scores ** 2 / 2, what="Taylor kernel")
+
+
+def test_torch_retention_matches_the_numpy_reference(rng):
+    q, k, v = (rng.standard_normal((2, 3, 37, 5)) for _ in range(3))
+    gammas = np.array([0.5, 0.9, 0.99])
+    reference = la.retention(q, k, v, gammas, form="recurrent")
+    out = recall.retention_torch(*(torch.from_numpy(x) for x in (q, k, v)), gammas)
+    assert_close(out, reference, what="retention_torch")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_model_shapes(name):
+    model = recall.RecallModel(name, SMALL)
+    tokens, _ = batch(num_pairs=4, batch_size=3, num_keys=SMALL.num_keys, num_values=SMALL.num_values)
+    vocab = SMALL.num_keys + SMALL.num_values
+    assert model(tokens).shape == (3, 12, vocab)
+    assert model(tokens, last=4).shape == (3, 4, vocab)
+    # two heads of width 8: S [m, 8] and z [m] per head; retention keeps no z; softmax a KV cache
+    expected_state = {"softmax": None, "linear": 2 * 8 * 9, "favor": 2 * 8 * 9, "retnet": 2 * 8 * 8,
+                      "based": 2 * recall.taylor_width(3) * 9}
+    assert model.state_size() == expected_state[name]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_mixer_is_causal_across_chunks(name):
+    """Changing position t changes no output before t (N = 70 spans two chunks of 64)."""
+    torch.manual_seed(0)
+    mixer = recall.make_mixer(name, SMALL, layer=0).double()
+    x = torch.randn(2, 70, SMALL.d_model, dtype=torch.float64)
+    changed = x.clone()
+    changed[:, 66] += torch.randn(SMALL.d_model, dtype=torch.float64)
+    before, after = mixer(x), mixer(changed)
+    assert torch.allclose(before[:, :66], after[:, :66], rtol=1e-10, atol=1e-12)
+    assert not torch.allclose(before[:, 66], after[:, 66])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_model_is_causal(name):
+    model = recall.RecallModel(name, SMALL)
+    tokens, _ = batch(num_pairs=4, batch_size=2, num_keys=SMALL.num_keys, num_values=SMALL.num_values)
+    changed = tokens.clone()
+    changed[:, 7] = (changed[:, 7] + 1) % SMALL.num_keys
+    with torch.no_grad():
+        before, after = model(tokens), model(changed)
+    assert torch.allclose(before[:, :7], after[:, :7], atol=1e-6)
+    assert not torch.allclose(before[:, 7:], after[:, 7:])
+
+
+def test_sweep_refuses_more_pairs_than_keys_before_training():
+    with pytest.raises(ValueError, match="pair_counts"):
+        recall.sweep(replace(recall.TINY, pair_counts=(2, 9)), progress=False)
+
+
+def test_unknown_model_is_refused():
+    with pytest.raises(ValueError, match="model must be one of"):
+        recall.make_mixer("mamba", SMALL, layer=0)
+
+
+def test_tiny_sweep_through_the_cli_writes_valid_json(tmp_path, capsys):
+    out = tmp_path / "recall.json"
+    assert cli.main(["recall", "--tiny", "--seed", "1", "--no-progress", "--out", str(out)]) == 0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    results, config = record["results"], record["config"]
+    assert len(results) == len(recall.MODELS) * len(recall.TINY.pair_counts)
+    assert {(r["model"], r["num_pairs"]) for r in results} == {
+        (m, p) for m in recall.MODELS for p in recall.TINY.pair_counts}
+    for r in results:
+        assert 0 <= r["accuracy"] <= 1 and r["seed"] == 1 and r["steps"] == recall.TINY.steps
+    assert config["mode"] == "tiny" and config["wall_seconds"] >= 0 and config["threads"] == 1
+    assert "| softmax |" in capsys.readouterr().out  # the accuracy table is printed
+
+
+def test_sweep_is_deterministic():
+    config = replace(recall.TINY, models=("softmax", "favor"), pair_counts=(3,), steps=4)
+    first, second = recall.sweep(config, progress=False), recall.sweep(config, progress=False)
+    assert [(r["accuracy"], r["final_loss"]) for r in first] == [
+        (r["accuracy"], r["final_loss"]) for r in second]
+
+
+def test_quick_and_full_presets_share_the_models_and_width():
+    full = recall.RecallConfig()
+    assert recall.QUICK.models == full.models == recall.MODELS
+    assert (recall.QUICK.d_model, recall.QUICK.num_heads) == (full.d_model, full.num_heads)
+    assert min(full.pair_counts) < full.d_model // full.num_heads < max(full.pair_counts)
