@@ -1,0 +1,202 @@
+"""Tests for lattn_edu.bench and benchmarks/peers.py: every benchmarked kernel is correct, and a
+tiny ``lattn-edu bench`` run writes well-formed JSON, CSV and plots. No timing is asserted."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+torch = pytest.importorskip("torch")
+
+import lattn_edu as la  # noqa: E402
+from lattn_edu import bench, cli  # noqa: E402
+
+from conftest import assert_close  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def peers():
+    return bench.load_peers()
+
+
+def qkv(rng, lead, n, d, d_v, dtype=np.float64):
+    return tuple(rng.standard_normal(lead + (n, w)).astype(dtype) for w in (d, d, d_v))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("n", [1, 63, 64, 200], ids=lambda n: f"N{n}")
+@pytest.mark.parametrize("chunk_size", [16, 64], ids=lambda c: f"C{c}")
+def test_peer_chunkwise_matches_the_reference(peers, chunk_size, n, dtype, rng):
+    q, k, v = qkv(rng, (2, 3), n, 5, 7, dtype)
+    got = peers.torch_chunkwise_linear_attention(*map(torch.from_numpy, (q, k, v)), chunk_size=chunk_size)
+    want = la.linear_attention(q, k, v, causal=True, form="quadratic")
+    assert got.dtype == torch.from_numpy(q).dtype and got.shape == (2, 3, n, 7)
+    assert_close(got, want, what=f"peer chunkwise C={chunk_size}")
+
+
+def test_peer_sdpa_matches_the_reference(peers, rng):
+    q, k, v = qkv(rng, (1, 4), 100, 8, 8)
+    got = peers.sdpa_causal_softmax_attention(*map(torch.from_numpy, (q, k, v)))
+    assert_close(got, la.softmax_attention(q, k, v, causal=True), what="SDPA")
+
+
+def test_every_benchmarked_method_agrees_with_the_reference(peers):
+    """The benchmark's own check: each method, as the benchmark calls it, within float32 tolerance."""
+    found = bench.methods(peers, la.available_backends())
+    names = {m.name for m in found}
+    assert {bench.OURS, bench.PEER, bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA} <= names
+    assert {f"{b} {f}" for b in la.available_backends() for f in la.linear.FORMS} <= names
+    rows = bench.check_correctness(found, dims=(8, 24), n=100, bh=3)
+    assert len(rows) == 2 * len(found)
+    bad = [(r["method"], r["d"], r["relative_error"]) for r in rows if not r["ok"]]
+    assert not bad
+
+
+def test_missing_peers_give_a_clear_message(tmp_path, capsys):
+    with pytest.raises(FileNotFoundError, match="checkout"):
+        bench.load_peers(tmp_path / "peers.py")
+    assert cli.main(["bench", "--peers", str(tmp_path / "peers.py"), "--out", str(tmp_path)]) == 2
+    assert "benchmarks/peers.py" in capsys.readouterr().err
+
+
+def test_bad_sizes_are_refused(tmp_path, capsys):
+    assert cli.main(["bench", "--sizes", "0", "--out", str(tmp_path)]) == 2
+    assert "--sizes" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One tiny benchmark through the command line, the way a reader would start it."""
+    out = tmp_path_factory.mktemp("bench")
+    code = cli.main(["bench", "--quick", "--dims", "8", "16", "--sizes", "64", "128", "--batch-heads", "2",
+                     "--decode-sizes", "50", "100", "--decode-steps", "5", "--max-call-seconds", "0.5",
+                     "--no-progress", "--out", str(out)])
+    return code, out
+
+
+def test_tiny_run_writes_json_csv_and_plots(tiny_run):
+    code, out = tiny_run
+    assert code == 0
+    assert {"bench.json", "bench.csv", *bench.PLOTS} <= {p.name for p in out.iterdir()}
+    record = json.loads((out / "bench.json").read_text())
+    assert record["quick"] is True and record["wall_seconds"] > 0
+    for key in ("cpu", "cores", "numba_threads", "torch_threads", "versions", "blas"):
+        assert key in record["machine"]
+    assert set(record["machine"]["versions"]) >= {"numpy", "scipy", "numba", "torch", "lattn_edu"}
+    assert record["settings"]["dims"] == [8, 16] and record["settings"]["sizes"] == [64, 128]
+    assert all(c["ok"] for c in record["correctness"])
+    shapes = {(r["d"], r["n"]) for r in record["results"]}
+    assert shapes == {(8, 64), (8, 128), (16, 64), (16, 128)}
+    for row in record["results"]:
+        if row["status"] == "ok":
+            assert row["median_s"] > 0 and row["gflops"] > 0 and row["runs"] >= 1
+        else:
+            assert row["status"] == "skipped" and row["reason"]
+    per_shape = record["summary"]["per_shape"]
+    assert per_shape and set(per_shape[0]) >= {"d", "n", "ours_gflops", "peer_gflops", "ratio", "sgemm_fraction"}
+    assert {(c["d"], c["softmax"]) for c in record["summary"]["crossover"]} == {
+        (d, s) for d in (8, 16) for s in (bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA)}
+    methods = {(r["method"], r["n"]) for r in record["decode"]}
+    assert methods == {(m, n) for m in ("LinearAttentionState.step", "SoftmaxKVCache.step") for n in (50, 100)}
+    assert {g["method"] for g in record["summary"]["decode"]} == {"LinearAttentionState.step", "SoftmaxKVCache.step"}
+    assert set(record["summary"]["targets"]) == {"ratio_vs_peer_at_least_1", "sgemm_fraction_at_least_half_d128",
+                                                 "state_decode_growth_at_most_1_2"}
+
+
+def test_tiny_run_csv_has_one_row_per_method_and_shape(tiny_run):
+    _, out = tiny_run
+    record = json.loads((out / "bench.json").read_text())
+    with (out / "bench.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert tuple(rows[0]) == bench.CSV_FIELDS
+    assert len(rows) == len(record["results"])
+    assert {r["status"] for r in rows} <= {"ok", "skipped"}
+
+
+def test_load_results_reads_a_recorded_file(tiny_run):
+    _, out = tiny_run
+    assert bench.load_results(out / "bench.json")["settings"]["dims"] == [8, 16]
+    with pytest.raises(FileNotFoundError, match="lattn-edu bench"):
+        bench.load_results(out / "missing.json")
+
+
+def synthetic_rows(linear_s, softmax_s, peer_s, sizes=(128, 256, 512, 1024), d=64):
+    rows = []
+    for name, family, backend, times in ((bench.OURS, "linear", "numba", linear_s),
+                                         (bench.PEER, "linear", "torch", peer_s),
+                                         (bench.SOFTMAX_OURS, "softmax", "numba", softmax_s),
+                                         (bench.SOFTMAX_SDPA, "softmax", "torch", softmax_s)):
+        for n, t in zip(sizes, times):
+            rows.append({"method": name, "family": family, "backend": backend, "d": d, "n": n,
+                         "status": "ok", "median_s": t, "gflops": bench.linear_flops(n, d, d, 8) / t / 1e9,
+                         "sgemm_gflops_same_rounds": 100.0})
+    return rows
+
+
+def test_crossover_and_ratio_from_known_times():
+    # linear ~ N, softmax ~ N²: equal at N = 256, linear faster beyond
+    rows = synthetic_rows(linear_s=[2.0, 4.0, 8.0, 16.0], softmax_s=[1.0, 4.0, 16.0, 64.0],
+                          peer_s=[4.0, 8.0, 16.0, 32.0])
+    crossing = bench.crossovers(rows, (64,))
+    assert len(crossing) == 2 and all(c["crossover_n"] == pytest.approx(256) for c in crossing)
+    shapes = bench.per_shape_summary(rows, (64,), (128, 256, 512, 1024))
+    assert [s["ratio"] for s in shapes] == [2.0, 2.0, 2.0, 2.0]
+    assert shapes[-1]["sgemm_fraction"] == pytest.approx(shapes[-1]["ours_gflops"] / 100.0)
+    assert bench.targets(shapes, [])["ratio_vs_peer_at_least_1"] == {"shapes": 1, "met": 1, "min_ratio": 2.0}
+
+
+def test_crossover_below_the_smallest_size_is_flagged():
+    rows = synthetic_rows(linear_s=[1.0, 2.0, 4.0, 8.0], softmax_s=[2.0, 8.0, 32.0, 128.0],
+                          peer_s=[1.0, 1.0, 1.0, 1.0])
+    entry = bench.crossovers(rows, (64,))[0]
+    assert entry["at_or_below_smallest"] and entry["crossover_n"] == 128
+
+
+def test_progress_bar_writes_to_its_stream():
+    stream = io.StringIO()
+    progress = bench.Progress(total=4, stream=stream)
+    for i in range(4):
+        progress.advance(1, f"step {i}")
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines and "100%" in lines[-1] and "step 3" in lines[-1]
+
+
+@pytest.fixture(scope="module")
+def gpu_script():
+    """benchmarks/gpu.py, imported as a module (it is a script, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lattn_edu_gpu_script", bench.REPO / "benchmarks" / "gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_script_correctness_step_passes_on_cpu(gpu_script):
+    rows = gpu_script.check_correctness("cpu")
+    assert {(r["method"], r["dtype"]) for r in rows} == {
+        (m, t) for m in gpu_script.METHODS for t in gpu_script.DTYPES}
+    assert all(r["ok"] for r in rows), rows
+
+
+def test_gpu_script_runs_end_to_end_on_cpu(gpu_script, tmp_path):
+    out = tmp_path / "gpu.json"
+    assert gpu_script.main(["--device", "cpu", "--quick", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["machine"]["device"] == "cpu" and all(c["ok"] for c in record["correctness"])
+    assert {(r["method"], r["dtype"], r["n"]) for r in record["results"]} == {
+        (m, t, n) for m in gpu_script.METHODS for t in gpu_script.DTYPES for n in gpu_script.QUICK_SIZES}
+    assert len(record["crossover"]) == 2 * 2  # (dtype) x (two linear methods), d = 64
+
+
+def test_gpu_script_without_cuda_says_so(gpu_script, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert gpu_script.main([]) == 2
+    assert "--device cpu" in capsys.readouterr().err
