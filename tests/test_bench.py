@@ -85,6 +85,7 @@ def test_tiny_run_writes_json_csv_and_plots(tiny_run):
     assert {"bench.json", "bench.csv", *bench.PLOTS} <= {p.name for p in out.iterdir()}
     record = json.loads((out / "bench.json").read_text())
     assert record["quick"] is True and record["wall_seconds"] > 0
+    assert "load_average_start" in record and "other_processes_cores" in record
     for key in ("cpu", "cores", "numba_threads", "torch_threads", "versions", "blas"):
         assert key in record["machine"]
     assert set(record["machine"]["versions"]) >= {"numpy", "scipy", "numba", "torch", "lattn_edu"}

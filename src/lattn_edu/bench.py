@@ -241,6 +241,34 @@ class Progress:
             self.stream.flush()
 
 
+class OtherLoad:
+    """How many cores other processes kept busy since the last reading (Linux; None elsewhere):
+    the machine's busy time from /proc/stat minus this process's own CPU time. Unlike the load
+    average, it does not count the benchmark itself."""
+
+    def __init__(self) -> None:
+        self._last = self._read()
+
+    @staticmethod
+    def _read() -> tuple[float, float, float] | None:
+        try:
+            fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        ticks = os.sysconf("SC_CLK_TCK")
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / ticks  # all but idle and iowait
+        own = sum(os.times()[:2])
+        return time.perf_counter(), busy, own
+
+    def cores(self) -> float | None:
+        now = self._read()
+        if now is None or self._last is None:
+            return None
+        (t0, busy0, own0), (t1, busy1, own1) = self._last, now
+        self._last = now
+        return max(0.0, ((busy1 - busy0) - (own1 - own0)) / max(t1 - t0, 1e-9))
+
+
 def _timed(call: Callable[[], Any]) -> float:
     tick = time.perf_counter()
     call()
@@ -338,6 +366,7 @@ def benchmark_shapes(found: list[Method], settings: Settings, progress: Progress
     import torch
 
     rows: list[dict] = []
+    others = OtherLoad()
     for d in settings.dims:
         last: dict[str, tuple[int, float]] = {}  # method -> (N, median seconds) at its last size
         stopped: dict[str, str] = {}
@@ -368,7 +397,9 @@ def benchmark_shapes(found: list[Method], settings: Settings, progress: Progress
             with torch.inference_mode():
                 for name, call in calls.items():
                     estimates[name] = _timed(call)  # the untimed first call: caches, allocations
+                others.cores()
                 samples = time_interleaved(calls, estimates, settings)
+            busy_elsewhere = others.cores()
             sgemm_seconds = float(np.median(samples[SGEMM]))
             sgemm_gflops = 2.0 * settings.sgemm_size**3 / sgemm_seconds / 1e9
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -381,11 +412,12 @@ def benchmark_shapes(found: list[Method], settings: Settings, progress: Progress
                              "reason": "", "median_s": median, "min_s": float(times.min()),
                              "max_s": float(times.max()), "runs": len(times),
                              "gflops": flops / median / 1e9, "sgemm_gflops_same_rounds": sgemm_gflops,
-                             "load_average": load})
+                             "load_average": load, "other_processes_cores": busy_elsewhere})
             for method, reason in skipped:
                 rows.append({**_describe(method), "d": d, "n": n, "batch_heads": bh, "status": "skipped",
                              "reason": reason, "median_s": None, "min_s": None, "max_s": None, "runs": 0,
-                             "gflops": None, "sgemm_gflops_same_rounds": sgemm_gflops, "load_average": load})
+                             "gflops": None, "sgemm_gflops_same_rounds": sgemm_gflops, "load_average": load,
+                             "other_processes_cores": busy_elsewhere})
             del x, calls
             progress.advance(len(found), f"d={d} N={n:,}: {len(active)} methods timed")
     return rows
@@ -599,7 +631,8 @@ def _git_commit() -> str | None:
 
 
 CSV_FIELDS = ("method", "family", "origin", "backend", "form", "d", "n", "batch_heads", "status", "reason",
-              "median_s", "min_s", "max_s", "runs", "gflops", "sgemm_gflops_same_rounds", "load_average")
+              "median_s", "min_s", "max_s", "runs", "gflops", "sgemm_gflops_same_rounds", "load_average",
+              "other_processes_cores")
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
@@ -860,6 +893,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
                      "flops_per_token": "4*d*d_v (linear); (N+1)*(d+d_v) (causal softmax)",
                      "backends": list(backends)},
         "load_average_start": list(load_start) if load_start else None,
+        "other_processes_cores": _busy_elsewhere(rows),
         "load_average_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "sgemm": {"size": settings.sgemm_size, "gflops_start": sgemm_start, "gflops_end": sgemm_end,
                   "avx512_kernels": sgemm_avx512},
@@ -882,12 +916,21 @@ def _run(args: argparse.Namespace, started: float) -> int:
     return 0
 
 
+def _busy_elsewhere(rows: list[dict]) -> dict | None:
+    """Mean and largest number of cores other processes kept busy while the shapes were timed."""
+    per_shape = {(r["d"], r["n"]): r.get("other_processes_cores") for r in rows}
+    values = [v for v in per_shape.values() if v is not None]
+    return {"mean": float(np.mean(values)), "max": float(np.max(values))} if values else None
+
+
 def report(record: dict) -> str:
     """The summary as text: per shape, the crossovers, decoding, the targets."""
     m = record["machine"]
     lines = [f"machine: {m['cpu']}, {m['cores']} cores, numba {m['numba_threads']} threads, "
              f"torch {m['torch_threads']} threads; load average {record['load_average_start']} -> "
-             f"{record['load_average_end']}; wall time {record['wall_seconds']:.0f} s",
+             f"{record['load_average_end']}; other processes kept "
+             f"{(record.get('other_processes_cores') or {}).get('mean', float('nan')):.2f} cores busy on "
+             f"average; wall time {record['wall_seconds']:.0f} s",
              f"sgemm {record['sgemm']['size']}: {record['sgemm']['gflops_start']:.0f} / "
              f"{record['sgemm']['gflops_end']:.0f} GFLOP/s (start / end)"
              + (f"; with OpenBLAS's AVX-512 kernels {record['sgemm']['avx512_kernels']['gflops']:.0f}"
