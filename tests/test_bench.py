@@ -49,7 +49,7 @@ def test_every_benchmarked_method_agrees_with_the_reference(peers):
     """The benchmark's own check: each method, as the benchmark calls it, within float32 tolerance."""
     found = bench.methods(peers, la.available_backends())
     names = {m.name for m in found}
-    assert {bench.OURS, bench.PEER, bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA} <= names
+    assert {bench.OURS, bench.KERNEL, bench.PEER, bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA} <= names
     assert {f"{b} {f}" for b in la.available_backends() for f in la.linear.FORMS} <= names
     rows = bench.check_correctness(found, dims=(8, 24), n=100, bh=3)
     assert len(rows) == 2 * len(found)

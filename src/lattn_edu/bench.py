@@ -58,7 +58,8 @@ CHUNK = 64
 EPS = 1e-6
 FLOAT_BYTES = 4
 TOLERANCE = 1e-4  # float32 against the float64 reference (RMS relative), DESIGN §6
-OURS = "numba chunkwise"  # the form the targets are about
+OURS = "numba chunkwise"  # the form the targets are about, through la.linear_attention
+KERNEL = "numba chunkwise kernel"  # the same kernel called directly: no input checks, like the peer
 PEER = "torch chunkwise peer"
 SOFTMAX_OURS, SOFTMAX_SDPA = "numba softmax", "torch SDPA"
 SGEMM = "numpy sgemm"
@@ -166,6 +167,11 @@ def methods(peers: ModuleType, backends: tuple[str, ...]) -> list[Method]:
                                                    chunk_size=CHUNK, eps=EPS)
             found.append(Method(f"{backend} {form}", "linear", "ours", backend, form, build,
                                 _linear_extra_bytes(backend, form), 2 if form == "quadratic" else 1))
+    if "numba" in backends:
+        found.append(Method(
+            KERNEL, "linear", "ours", "numba", "chunkwise",
+            lambda x: lambda: numba_backend.chunkwise_elu_linear_attention(x.q, x.k, x.v, True, EPS, CHUNK),
+            _linear_extra_bytes("numba", "chunkwise"), 1))
     found.append(Method(
         PEER, "linear", "peer", "torch", "chunkwise",
         lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=CHUNK, eps=EPS),
@@ -472,9 +478,10 @@ def _ok(rows: list[dict], method: str, d: int) -> dict[int, dict]:
 
 
 def best_numba(rows: list[dict], d: int, n: int) -> dict | None:
-    """Our fastest numba linear-attention form at (d, N)."""
+    """Our fastest numba linear-attention form at (d, N), through la.linear_attention (with its
+    input checks; the kernel called directly is reported beside it, not chosen here)."""
     candidates = [r for r in rows if r["backend"] == "numba" and r["family"] == "linear"
-                  and r["d"] == d and r["n"] == n and r["status"] == "ok"]
+                  and r["method"] != KERNEL and r["d"] == d and r["n"] == n and r["status"] == "ok"]
     return min(candidates, key=lambda r: r["median_s"]) if candidates else None
 
 
@@ -482,18 +489,24 @@ def per_shape_summary(rows: list[dict], dims: tuple[int, ...], sizes: tuple[int,
     """Per (d, N): our best numba form and the peer in GFLOP/s, their ratio, and the fraction of sgemm."""
     summary = []
     for d in dims:
-        peer = _ok(rows, PEER, d)
+        peer, kernel = _ok(rows, PEER, d), _ok(rows, KERNEL, d)
         for n in sizes:
             ours = best_numba(rows, d, n)
             if ours is None or n not in peer:
                 continue
-            summary.append({
+            sgemm = ours["sgemm_gflops_same_rounds"]
+            entry = {
                 "d": d, "n": n, "ours": ours["method"], "ours_gflops": ours["gflops"],
                 "ours_median_s": ours["median_s"], "peer_gflops": peer[n]["gflops"],
                 "peer_median_s": peer[n]["median_s"], "ratio": peer[n]["median_s"] / ours["median_s"],
-                "sgemm_gflops": ours["sgemm_gflops_same_rounds"],
-                "sgemm_fraction": ours["gflops"] / ours["sgemm_gflops_same_rounds"],
-            })
+                "sgemm_gflops": sgemm, "sgemm_fraction": ours["gflops"] / sgemm,
+                "kernel_gflops": None, "kernel_ratio": None, "kernel_sgemm_fraction": None,
+            }
+            if n in kernel:
+                entry.update(kernel_gflops=kernel[n]["gflops"],
+                             kernel_ratio=peer[n]["median_s"] / kernel[n]["median_s"],
+                             kernel_sgemm_fraction=kernel[n]["gflops"] / sgemm)
+            summary.append(entry)
     return summary
 
 
@@ -536,11 +549,14 @@ def targets(shapes: list[dict], decode: list[dict]) -> dict:
     gated = [s for s in shapes if s["d"] in (64, 128) and s["n"] >= 1024]
     wide = [s for s in shapes if s["d"] == 128 and s["n"] >= 1024]
     state = [g for g in decode if g["method"] == "LinearAttentionState.step"]
+    kernel = [s["kernel_sgemm_fraction"] for s in wide if s.get("kernel_sgemm_fraction") is not None]
     return {
         "ratio_vs_peer_at_least_1": {"shapes": len(gated), "met": sum(s["ratio"] >= 1.0 for s in gated),
                                      "min_ratio": min((s["ratio"] for s in gated), default=None)},
         "sgemm_fraction_at_least_half_d128": {"shapes": len(wide), "met": sum(s["sgemm_fraction"] >= 0.5 for s in wide),
-                                              "min_fraction": min((s["sgemm_fraction"] for s in wide), default=None)},
+                                              "min_fraction": min((s["sgemm_fraction"] for s in wide), default=None),
+                                              "max_fraction": max((s["sgemm_fraction"] for s in wide), default=None),
+                                              "kernel_max_fraction": max(kernel, default=None)},
         "state_decode_growth_at_most_1_2": {"cases": len(state), "met": sum(g["growth"] <= 1.2 for g in state),
                                             "max_growth": max((g["growth"] for g in state), default=None)},
     }
@@ -654,7 +670,7 @@ def load_results(path: str | os.PathLike | None = None) -> dict:
                             f"run lattn-edu bench")
 
 
-_STYLE = {OURS: ("C0", "o", "-"), PEER: ("C3", "s", "-"), "torch chunkwise": ("C1", "^", "--"),
+_STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-"), "torch chunkwise": ("C1", "^", "--"),
           "numpy chunkwise": ("C2", "v", "--"), "numba recurrent": ("C4", "D", ":"),
           "numba parallel": ("C5", "P", ":"), "numba quadratic": ("C6", "X", ":"),
           SOFTMAX_OURS: ("C7", "o", "-."), SOFTMAX_SDPA: ("C8", "s", "-."), "numpy softmax": ("C9", "^", "-.")}
@@ -674,7 +690,7 @@ def plot_throughput(record: dict) -> Any:
     rows, dims = record["results"], record["settings"]["dims"]
     fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.0), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], dims):
-        for name in (OURS, PEER, "torch chunkwise", "numpy chunkwise", "numba recurrent", "numba parallel"):
+        for name in (OURS, KERNEL, PEER, "torch chunkwise", "numpy chunkwise", "numba recurrent", "numba parallel"):
             ok = _ok(rows, name, d)
             if ok:
                 colour, marker, line = _STYLE[name]
@@ -935,10 +951,13 @@ def report(record: dict) -> str:
              f"{record['sgemm']['gflops_end']:.0f} GFLOP/s (start / end)"
              + (f"; with OpenBLAS's AVX-512 kernels {record['sgemm']['avx512_kernels']['gflops']:.0f}"
                 if record["sgemm"].get("avx512_kernels") else ""),
-             "", f"{'d':>4} {'N':>7} {'ours GFLOP/s':>13} {'peer GFLOP/s':>13} {'ratio':>6} {'of sgemm':>9}  ours"]
+             "", f"{'d':>4} {'N':>7} {'ours GFLOP/s':>13} {'peer GFLOP/s':>13} {'ratio':>6} {'of sgemm':>9}"
+                 f" {'kernel GFLOP/s':>15} {'ratio':>6} {'of sgemm':>9}  ours"]
     for s in record["summary"]["per_shape"]:
+        kernel = (f"{s['kernel_gflops']:>15.1f} {s['kernel_ratio']:>6.2f} {100 * s['kernel_sgemm_fraction']:>8.0f}%"
+                  if s.get("kernel_gflops") is not None else f"{'-':>15} {'-':>6} {'-':>9}")
         lines.append(f"{s['d']:>4} {s['n']:>7} {s['ours_gflops']:>13.1f} {s['peer_gflops']:>13.1f} "
-                     f"{s['ratio']:>6.2f} {100 * s['sgemm_fraction']:>8.0f}%  {s['ours']}")
+                     f"{s['ratio']:>6.2f} {100 * s['sgemm_fraction']:>8.0f}% {kernel}  {s['ours']}")
     lines.append("")
     for c in record["summary"]["crossover"]:
         where = ("not within the sizes measured" if c["crossover_n"] is None
