@@ -128,6 +128,36 @@ def test_numba_equals_numpy_on_random_shapes(lead, n, n_q, d, d_v, causal, form,
     assert_close(got, want, what=f"numba {form}")
 
 
+def _blas_call(function, *arrays_and_options):
+    """Run one of the backend's BLAS wrappers with its per-thread argument scratch."""
+    dtype = arrays_and_options[0].dtype
+    return function(*arrays_and_options, numba_backend._blas_arguments(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_gemm_wrapper_matches_numpy(transpose_a, transpose_b, beta, dtype, rng):
+    m, inner, n = 7, 5, 3  # all different, so a swapped dimension cannot pass
+    a = rng.standard_normal((inner, m) if transpose_a else (m, inner)).astype(dtype)
+    b = rng.standard_normal((n, inner) if transpose_b else (inner, n)).astype(dtype)
+    out = rng.standard_normal((m, n)).astype(dtype)
+    expected = (a.T if transpose_a else a) @ (b.T if transpose_b else b) + beta * out
+    _blas_call(numba_backend._gemm, a, b, out, transpose_a, transpose_b, beta)
+    assert_close(out, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lower_triangle_matmul_ignores_the_upper_triangle(dtype, rng):
+    weights = rng.standard_normal((9, 9)).astype(dtype)
+    values = rng.standard_normal((9, 4)).astype(dtype)
+    expected = np.tril(weights) @ values
+    weights[np.triu_indices(9, 1)] = np.nan  # any read of the masked half would show
+    _blas_call(numba_backend._lower_triangle_matmul, weights, values)
+    assert_close(values, expected)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("chunk_size", [1, 16, 64, 300], ids=lambda c: f"C{c}")

@@ -14,10 +14,12 @@ appended to V, the state φ(K)ᵀ[V | 1] = [S | z] is one [m, d_v + 1] matrix, s
 and denominator come from the same products, and a last pass divides.
 
 The chunkwise form is the fast one. Per chunk of C tokens it does four matrix products,
-φ(Q_c)φ(K_c)ᵀ [C, C] (masked), that times V_c, φ(Q_c) S and φ(K_c)ᵀV_c, with ``np.dot``,
-which numba sends to BLAS through scipy; each thread keeps its chunk's features and
-products in small scratch arrays that stay in cache, and the BLAS library runs on one
-thread while numba's threads are busy (threadpoolctl), so the two never fight over cores.
+φ(Q_c)φ(K_c)ᵀ [C, C], its lower triangle times V_c, φ(Q_c) S and φ(K_c)ᵀV_c, in BLAS
+(the library scipy ships, called directly: ``gemm`` can add into its output, so nothing
+is summed twice, and ``trmm`` multiplies by the triangle without the masked half); each
+thread keeps its chunk's features and products in small scratch arrays that stay in
+cache, and the BLAS library runs on one thread while numba's threads are busy
+(threadpoolctl), so the two never fight over cores.
 Called through :data:`FUSED` it also computes the elu+1 features inside the kernel, a
 chunk at a time, instead of in separate passes over the whole input.
 
@@ -31,8 +33,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
+import llvmlite.binding as llvm
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import get_cython_function_address
 
 from .._checks import check_bool, check_positive_int, check_qkv, is_torch_tensor
 from ..softmax import _check_scale
@@ -135,6 +139,68 @@ def _recurrent_kernel(phi_q, phi_k, values, causal, acc):
                 _add_row_times_matrix(phi_q[b, i], state, acc[b, i])
 
 
+# BLAS from scipy's bundled library, declared to numba by symbol name (not by address, which
+# changes per process) so that kernels calling it can still be cached. Fortran BLAS takes
+# every argument by reference and stores matrices by column; the wrappers below hide both.
+def _blas_function(name: str, n_arguments: int) -> Any:
+    symbol = f"lattn_edu_{name}"
+    llvm.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_blas", name))
+    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * n_arguments))
+
+
+_sgemm, _dgemm = _blas_function("sgemm", 13), _blas_function("dgemm", 13)
+_strmm, _dtrmm = _blas_function("strmm", 11), _blas_function("dtrmm", 11)
+_NO, _YES = np.uint8(ord("N")), np.uint8(ord("T"))
+
+
+@njit(cache=True)
+def _blas_arguments(dtype):
+    """Per-thread scratch for BLAS's by-reference arguments: ints [6], flags [4], alpha/beta [2]."""
+    return np.empty(6, np.int32), np.empty(4, np.uint8), np.empty(2, dtype)
+
+
+@njit(cache=True)
+def _gemm(a, b, out, transpose_a, transpose_b, beta, blas):
+    """out = op(a) op(b) + beta·out for C-contiguous 2-D arrays (op = transpose when asked).
+
+    BLAS reads a row-major X as the column-major Xᵀ, so it is asked for outᵀ = op(b)ᵀ op(a)ᵀ.
+    """
+    ints, flags, scalars = blas
+    ints[0], ints[1] = out.shape[1], out.shape[0]  # outᵀ is [n, m]
+    ints[2] = a.shape[0] if transpose_a else a.shape[1]  # the inner size
+    ints[3], ints[4], ints[5] = max(1, b.shape[1]), max(1, a.shape[1]), max(1, out.shape[1])
+    flags[0], flags[1] = _YES if transpose_b else _NO, _YES if transpose_a else _NO
+    scalars[0], scalars[1] = 1, beta
+    arguments = (flags[0:].ctypes, flags[1:].ctypes, ints[0:].ctypes, ints[1:].ctypes,
+                 ints[2:].ctypes, scalars[0:].ctypes, b.ctypes, ints[3:].ctypes, a.ctypes,
+                 ints[4:].ctypes, scalars[1:].ctypes, out.ctypes, ints[5:].ctypes)
+    if out.itemsize == 4:
+        _sgemm(*arguments)
+    else:
+        _dgemm(*arguments)
+
+
+@njit(cache=True)
+def _lower_triangle_matmul(weights, values, blas):
+    """values = tril(weights) values in place, [c, c] and [c, w]; the upper triangle is not read.
+
+    Column-major, valuesᵀ = valuesᵀ tril(weights)ᵀ, and weights' memory read by columns is
+    weightsᵀ, upper triangular: trmm with the triangle on the right ('R', 'U').
+    """
+    ints, flags, scalars = blas
+    ints[0], ints[1] = values.shape[1], values.shape[0]
+    ints[2], ints[3] = max(1, weights.shape[1]), max(1, values.shape[1])
+    flags[0], flags[1], flags[2], flags[3] = ord("R"), ord("U"), _NO, _NO
+    scalars[0] = 1
+    arguments = (flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, flags[3:].ctypes,
+                 ints[0:].ctypes, ints[1:].ctypes, scalars[0:].ctypes, weights.ctypes,
+                 ints[2:].ctypes, values.ctypes, ints[3:].ctypes)
+    if values.itemsize == 4:
+        _strmm(*arguments)
+    else:
+        _dtrmm(*arguments)
+
+
 # exp(x) for x <= 0 in float32 as a polynomial that vectorises (numba's np.exp is a
 # scalar call per element here): x = n·ln 2 + t with |t| <= ln 2 / 2, exp(t) by the
 # Cephes polynomial, and 2^n built from its exponent bits, in two factors so that
@@ -205,19 +271,18 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
     q [B, N_q, m], k [B, N, m] are features (or raw inputs when ``apply_elu``), v [B, N, d_v],
     eps [B, N_q] one guard per query. Per chunk c (causal):
 
-        A = tril(φ(Q_c)φ(K_c)ᵀ)                           [C, C]   intra-chunk weights
-        O_c = (A V_c + φ(Q_c) S) / (A 1 + φ(Q_c) z + eps)         inside the chunk + before it
-        S += φ(K_c)ᵀ V_c,  z += φ(K_c)ᵀ 1                          carry the chunk into the state
+        A = φ(Q_c)φ(K_c)ᵀ                                       [C, C]   intra-chunk weights
+        O_c = (tril(A) V_c + φ(Q_c) S) / (tril(A) 1 + φ(Q_c) z + eps)   inside the chunk + before it
+        S += φ(K_c)ᵀ V_c,  z += φ(K_c)ᵀ 1                                carry the chunk into the state
     """
     n, m, d_v = k.shape[1], k.shape[2], v.shape[2]
     dtype = v.dtype
     for b in prange(q.shape[0]):
+        blas = _blas_arguments(dtype)
         state = np.zeros((m, d_v), dtype)  # S  [m, d_v]
         normaliser = np.zeros(m, dtype)  # z  [m]
-        state_step = np.empty((m, d_v), dtype)  # φ(K_c)ᵀV_c
         q_scratch, k_scratch = np.empty(chunk_size * m, dtype), np.empty(chunk_size * m, dtype)
         weights_scratch = np.empty(chunk_size * chunk_size, dtype)
-        inter_scratch = np.empty(chunk_size * d_v, dtype)
         reciprocal = np.empty(chunk_size, dtype)  # 1 / denominator of each row
         high, low = np.empty(chunk_size * m, np.int32), np.empty(chunk_size * m, np.int32)
         for start in range(0, n, chunk_size):
@@ -228,27 +293,22 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
             if causal:
                 q_c = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
                 weights = weights_scratch[:c * c].reshape((c, c))
-                np.dot(q_c, k_c.T, weights)  # φ(Q_c)φ(K_c)ᵀ
-                for i in range(c):  # mask the future; the denominator from the same pass
+                _gemm(q_c, k_c, weights, False, True, 0, blas)  # φ(Q_c)φ(K_c)ᵀ
+                for i in range(c):  # the denominator: keys j <= i of the chunk, then the state
                     total = eps[b, start + i]
                     for j in range(i + 1):
                         total += weights[i, j]
-                    for j in range(i + 1, c):
-                        weights[i, j] = 0
                     for r in range(m):
                         total += q_c[i, r] * normaliser[r]
                     reciprocal[i] = 1 / total  # one division per row (1/0 = inf keeps 0/0 a NaN)
                 out_c = out[b, start:stop]  # [c, d_v]
-                np.dot(weights, v_c, out_c)  # inside the chunk
-                inter = inter_scratch[:c * d_v].reshape((c, d_v))
-                np.dot(q_c, state, inter)  # every chunk before it
+                out_c[:] = v_c
+                _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk, the future masked
+                _gemm(q_c, state, out_c, False, False, 1, blas)  # + every chunk before it
                 for i in range(c):
                     for j in range(d_v):
-                        out_c[i, j] = (out_c[i, j] + inter[i, j]) * reciprocal[i]
-            np.dot(k_c.T, v_c, state_step)  # carry the chunk into the state
-            for r in range(m):
-                for j in range(d_v):
-                    state[r, j] += state_step[r, j]
+                        out_c[i, j] *= reciprocal[i]
+            _gemm(k_c, v_c, state, True, False, 1, blas)  # carry the chunk into the state
             for i in range(c):
                 for r in range(m):
                     normaliser[r] += k_c[i, r]
@@ -257,7 +317,7 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
                 stop = min(start + chunk_size, q.shape[1])
                 q_c = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
                 out_c = out[b, start:stop]
-                np.dot(q_c, state, out_c)
+                _gemm(q_c, state, out_c, False, False, 0, blas)
                 for i in range(stop - start):
                     total = eps[b, start + i]
                     for r in range(m):
