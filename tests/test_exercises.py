@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import lattn_edu as la
 from lattn_edu import exercises
-from lattn_edu.exercises import ExerciseFailed, Quiz
+from lattn_edu.exercises import ExerciseFailed, Quiz, ch09
 
 IDS = sorted(exercises.CATALOG)
 CODE = [i for i in IDS if exercises.CATALOG[i].kind == "code"]
@@ -133,3 +134,17 @@ def test_quiz_html_is_self_contained_and_marks_one_answer():
     assert quiz.is_correct(1) and not quiz.is_correct(0)
     with pytest.raises(ValueError, match="answer must index an option"):
         Quiz("?", ("a", "b"), 2, ("x", "y"))
+
+
+def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(rng):
+    n, m, d_v, chunk = 23, 5, 3, 6  # the last chunk is shorter
+    phi_q, phi_k = rng.uniform(0.1, 2.0, (2, n, m))
+    v = rng.standard_normal((n, d_v))
+    state, normaliser, outputs = np.zeros((m, d_v)), np.zeros(m), []
+    for s in range(0, n, chunk):
+        out, state, normaliser = ch09.solution_chunk_step(phi_q[s:s + chunk], phi_k[s:s + chunk],
+                                                          v[s:s + chunk], state, normaliser)
+        outputs.append(out)
+    expected = la.chunkwise_linear_attention(phi_q, phi_k, v, causal=True, eps=0.0, chunk_size=chunk)
+    np.testing.assert_allclose(np.concatenate(outputs), expected, rtol=1e-10)
+    np.testing.assert_allclose(state, phi_k.T @ v, rtol=1e-10)
