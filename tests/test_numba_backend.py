@@ -204,6 +204,21 @@ def test_fused_vanished_denominator_is_reported(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+def test_fused_kernel_finds_every_nonfinite_input_itself(bad, name, causal, dtype, rng):
+    """linear_attention leaves these checks to the fused kernel: one bad entry anywhere, even
+    the last one of a short last chunk in the last sequence, raises the usual error."""
+    inputs = dict(zip("qkv", make_qkv(rng, (2, 3), 70, dtype, d=5, d_v=3)))
+    for index in [(0, 0, 0, 0), (1, 2, 69, -1), (1, 1, 33, 2)]:
+        spoiled = {key: value.copy() for key, value in inputs.items()}
+        spoiled[name][index] = bad
+        with pytest.raises(ValueError, match=f"^{name} must be finite"):
+            la.linear_attention(**spoiled, causal=causal, form="chunkwise", backend="numba")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("n", [1, 63, 100, 257], ids=lambda n: f"N{n}")
 @pytest.mark.parametrize("block_size", [16, 64], ids=lambda b: f"block{b}")
 def test_numba_softmax_matches_reference(block_size, n, causal, dtype, rng):

@@ -49,18 +49,32 @@ def check_finite(x: Any, name: str) -> None:
         x = np.asarray(x)
         finite = x.size == 0 or bool(np.isfinite(x.max()) and np.isfinite(x.min()))
     if not finite:
-        raise ValueError(f"{name} must be finite; got an array with NaN or inf entries")
+        raise nonfinite_error(name)
 
 
-def check_sequence(x: Any, name: str, min_ndim: int = 2) -> Any:
-    """Validate a float, finite [..., N, d] array and return it."""
+def nonfinite_error(name: str) -> ValueError:
+    return ValueError(f"{name} must be finite; got an array with NaN or inf entries")
+
+
+def nonfinite_output_error(feature_map: Any, eps: Any) -> ValueError:
+    """The error for a linear-attention output with NaN or inf: no silent NaN (DESIGN §8)."""
+    return ValueError(
+        f"linear attention produced NaN or inf: a denominator φ(q_i)ᵀz_i + eps was 0 or "
+        f"the features overflowed (feature_map={feature_map!r}, eps={eps}). Use eps > 0 "
+        f"and a positive feature map such as 'elu+1'.")
+
+
+def check_sequence(x: Any, name: str, min_ndim: int = 2, finite: bool = True) -> Any:
+    """Validate a float [..., N, d] array, finite unless ``finite=False`` (for a caller that
+    checks finiteness itself), and return it."""
     x = as_float_array(x, name)
     if x.ndim < min_ndim:
         raise ValueError(f"{name} must have shape [..., N, d] (at least {min_ndim} dims); "
                          f"got shape {tuple(x.shape)}")
     if x.shape[-2] == 0 or x.shape[-1] == 0:
         raise ValueError(f"{name} must have N >= 1 and d >= 1; got shape {tuple(x.shape)}")
-    check_finite(x, name)
+    if finite:
+        check_finite(x, name)
     return x
 
 
@@ -79,13 +93,13 @@ def _same_kind(arrays: dict[str, Any]) -> None:
         raise ValueError(f"{names} must have the same leading (batch, head) axes; got shapes {shapes}")
 
 
-def check_qk(q: Any, k: Any, causal: bool) -> tuple[Any, Any]:
+def check_qk(q: Any, k: Any, causal: bool, finite: bool = True) -> tuple[Any, Any]:
     """Validate queries q [..., N_q, d] and keys k [..., N, d].
 
     Leading axes must match exactly (no broadcasting), the dtypes must agree, and a
     causal layer needs N_q == N because query i sees keys 0..i.
     """
-    q, k = check_sequence(q, "q"), check_sequence(k, "k")
+    q, k = check_sequence(q, "q", finite=finite), check_sequence(k, "k", finite=finite)
     _same_kind({"q": q, "k": k})
     if k.shape[-1] != q.shape[-1]:
         raise ValueError(f"k must have the same feature size d as q: q has d={q.shape[-1]}, "
@@ -96,10 +110,10 @@ def check_qk(q: Any, k: Any, causal: bool) -> tuple[Any, Any]:
     return q, k
 
 
-def check_qkv(q: Any, k: Any, v: Any, causal: bool) -> tuple[Any, Any, Any]:
+def check_qkv(q: Any, k: Any, v: Any, causal: bool, finite: bool = True) -> tuple[Any, Any, Any]:
     """Validate q [..., N_q, d], k [..., N, d] and values v [..., N, d_v] together."""
-    q, k = check_qk(q, k, causal)
-    v = check_sequence(v, "v")
+    q, k = check_qk(q, k, causal, finite)
+    v = check_sequence(v, "v", finite=finite)
     _same_kind({"q": q, "k": k, "v": v})
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(f"v must have the same length N as k: k has N={k.shape[-2]}, "

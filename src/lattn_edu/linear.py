@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_bool, check_choice, check_finite, check_nonnegative_float, check_positive_int, check_qkv
+from ._checks import (check_bool, check_choice, check_finite, check_nonnegative_float, check_positive_int,
+                      check_qkv, nonfinite_output_error)
 from .feature_maps import apply_feature_maps, guard_for
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
@@ -148,16 +149,16 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     eps = check_nonnegative_float(eps, "eps")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     kernels = get_backend(backend)
-    q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal))
-    extra = (chunk_size,) if form == "chunkwise" else ()
     fused = getattr(kernels, "FUSED", {}).get((form, feature_map)) if isinstance(feature_map, str) else None
+    # A fused kernel checks q, k, v and its output for NaN and inf itself, in its own passes.
+    q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal, finite=fused is None))
+    extra = (chunk_size,) if form == "chunkwise" else ()
     with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
         if fused is not None:  # the backend applies this feature map inside its kernel (chapter 9)
-            out = fused(q, k, v, causal, eps, *extra)
-        else:
-            phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
-            guard = guard_for(eps, log_scale)  # eps, matched to any rescaling of the features
-            out = kernels.FORMS[form](phi_q, phi_k, v, causal, guard, *extra)
+            return restore(fused(q, k, v, causal, eps, *extra))
+        phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
+        guard = guard_for(eps, log_scale)  # eps, matched to any rescaling of the features
+        out = kernels.FORMS[form](phi_q, phi_k, v, causal, guard, *extra)
     _check_output(out, feature_map, eps)
     return restore(out)
 
@@ -167,7 +168,4 @@ def _check_output(out: Any, feature_map: Any, eps: float) -> None:
     try:
         check_finite(out, "out")
     except ValueError:
-        raise ValueError(
-            f"linear attention produced NaN or inf: a denominator φ(q_i)ᵀz_i + eps was 0 or "
-            f"the features overflowed (feature_map={feature_map!r}, eps={eps}). Use eps > 0 "
-            f"and a positive feature map such as 'elu+1'.") from None
+        raise nonfinite_output_error(feature_map, eps) from None

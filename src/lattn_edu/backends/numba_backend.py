@@ -38,7 +38,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import get_cython_function_address
 
-from .._checks import check_bool, check_positive_int, check_qkv, is_torch_tensor
+from .._checks import (check_bool, check_positive_int, check_qkv, is_torch_tensor, nonfinite_error,
+                       nonfinite_output_error)
 from ..softmax import _check_scale
 
 # Floating-point freedoms the fast kernels allow LLVM: fused multiply-adds and reordered
@@ -242,34 +243,42 @@ def _exp_nonpositive(x, n, fast_exp, high, low):
 
 @njit(cache=True, fastmath=_FAST)
 def _elu_plus_one_block(x, out, fast_exp, high, low):
-    """out = elu(x) + 1 for a block [c, m]: exp(x) where x <= 0, x + 1 elsewhere."""
+    """out = elu(x) + 1 for a block [c, m]: exp(x) where x <= 0, x + 1 elsewhere.
+
+    Returns Σ x·0 over the block, 0 if x is finite and NaN if it holds a NaN or an inf: the
+    check of the input, from the pass that reads it anyway."""
+    probe = x.dtype.type(0)
     for i in range(x.shape[0]):
         for r in range(x.shape[1]):
             out[i, r] = x[i, r]
+            probe += x[i, r] * 0
     _exp_nonpositive(out.reshape(out.size), out.size, fast_exp, high, low)  # exp(min(x, 0))
     for i in range(x.shape[0]):
         for r in range(x.shape[1]):
             if x[i, r] > 0:
                 out[i, r] += x[i, r]  # exp(0) = 1 exactly, so this is x + 1
+    return probe
 
 
 @njit(cache=True, fastmath=_FAST)
 def _chunk_features(x, start, stop, apply_elu, fast_exp, scratch, high, low):
-    """Rows start:stop of one sequence's features [c, m]: x itself, or elu(x) + 1 in scratch."""
+    """Rows start:stop of one sequence's features [c, m]: x itself, or elu(x) + 1 in scratch;
+    and the block's finiteness probe (0 or NaN; 0 when x is passed through unread)."""
     block = x[start:stop]
     if not apply_elu:
-        return block
+        return block, x.dtype.type(0)
     features = scratch[:block.size].reshape(block.shape)
-    _elu_plus_one_block(block, features, fast_exp, high, low)
-    return features
+    return features, _elu_plus_one_block(block, features, fast_exp, high, low)
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out):
+def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out, probes):
     """Chunks of C tokens, four BLAS products each; writes the normalised output [B, N_q, d_v].
 
     q [B, N_q, m], k [B, N, m] are features (or raw inputs when ``apply_elu``), v [B, N, d_v],
-    eps [B, N_q] one guard per query. Per chunk c (causal):
+    eps [B, N_q] one guard per query. probes [B, 4] receives Σ x·0 over q, k (when
+    ``apply_elu``), v and the output of each sequence: NaN marks a NaN or inf, found by
+    passes the kernel makes anyway. Per chunk c (causal):
 
         A = φ(Q_c)φ(K_c)ᵀ                                       [C, C]   intra-chunk weights
         O_c = (tril(A) V_c + φ(Q_c) S) / (tril(A) 1 + φ(Q_c) z + eps)   inside the chunk + before it
@@ -279,6 +288,7 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
     dtype = v.dtype
     for b in prange(q.shape[0]):
         blas = _blas_arguments(dtype)
+        q_probe, k_probe, v_probe, out_probe = dtype.type(0), dtype.type(0), dtype.type(0), dtype.type(0)
         state = np.zeros((m, d_v), dtype)  # S  [m, d_v]
         normaliser = np.zeros(m, dtype)  # z  [m]
         q_scratch, k_scratch = np.empty(chunk_size * m, dtype), np.empty(chunk_size * m, dtype)
@@ -288,10 +298,12 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
-            k_c = _chunk_features(k[b], start, stop, apply_elu, fast_exp, k_scratch, high, low)
+            k_c, probe = _chunk_features(k[b], start, stop, apply_elu, fast_exp, k_scratch, high, low)
+            k_probe += probe
             v_c = v[b, start:stop]  # [c, d_v]
             if causal:
-                q_c = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
+                q_c, probe = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
+                q_probe += probe
                 weights = weights_scratch[:c * c].reshape((c, c))
                 _gemm(q_c, k_c, weights, False, True, 0, blas)  # φ(Q_c)φ(K_c)ᵀ
                 for i in range(c):  # the denominator: keys j <= i of the chunk, then the state
@@ -302,12 +314,20 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
                         total += q_c[i, r] * normaliser[r]
                     reciprocal[i] = 1 / total  # one division per row (1/0 = inf keeps 0/0 a NaN)
                 out_c = out[b, start:stop]  # [c, d_v]
-                out_c[:] = v_c
+                for i in range(c):
+                    for j in range(d_v):
+                        out_c[i, j] = v_c[i, j]
+                        v_probe += v_c[i, j] * 0
                 _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk, the future masked
                 _gemm(q_c, state, out_c, False, False, 1, blas)  # + every chunk before it
                 for i in range(c):
                     for j in range(d_v):
                         out_c[i, j] *= reciprocal[i]
+                        out_probe += out_c[i, j] * 0
+            else:
+                for i in range(c):
+                    for j in range(d_v):
+                        v_probe += v_c[i, j] * 0
             _gemm(k_c, v_c, state, True, False, 1, blas)  # carry the chunk into the state
             for i in range(c):
                 for r in range(m):
@@ -315,7 +335,8 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
         if not causal:  # one read of the full state for every query, a chunk at a time
             for start in range(0, q.shape[1], chunk_size):
                 stop = min(start + chunk_size, q.shape[1])
-                q_c = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
+                q_c, probe = _chunk_features(q[b], start, stop, apply_elu, fast_exp, q_scratch, high, low)
+                q_probe += probe
                 out_c = out[b, start:stop]
                 _gemm(q_c, state, out_c, False, False, 0, blas)
                 for i in range(stop - start):
@@ -324,6 +345,8 @@ def _chunkwise_kernel(q, k, v, causal, chunk_size, apply_elu, fast_exp, eps, out
                         total += q_c[i, r] * normaliser[r]
                     for j in range(d_v):
                         out_c[i, j] = out_c[i, j] / total
+                        out_probe += out_c[i, j] * 0
+        probes[b, 0], probes[b, 1], probes[b, 2], probes[b, 3] = q_probe, k_probe, v_probe, out_probe
 
 
 @njit(cache=True, parallel=True)
@@ -386,7 +409,11 @@ def chunkwise_elu_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
     """The chunkwise form with φ = elu + 1 applied inside the kernel: raw q [..., N_q, d],
     k [..., N, d], v [..., N, d_v] -> [..., N_q, d_v]. The same output as
     ``chunkwise_linear_attention(elu_plus_one(q), elu_plus_one(k), v, ...)``, without the
-    two passes over the whole input that computing the features first would cost."""
+    two passes over the whole input that computing the features first would cost.
+
+    It checks its inputs and output for NaN and inf itself, in passes it makes anyway, and
+    raises the ``ValueError`` that ``la.linear_attention``'s separate checks would (which
+    is why ``linear_attention`` skips those for a fused kernel; see :data:`FUSED`)."""
     return _run_chunkwise(q, k, v, causal, eps, chunk_size, apply_elu=True)
 
 
@@ -398,10 +425,23 @@ def _run_chunkwise(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, ep
     flat = [np.ascontiguousarray(x.reshape((-1,) + x.shape[-2:]), dtype=dtype) for x in (q, k, v)]
     guard = np.ascontiguousarray(np.broadcast_to(eps, lead + (n_q, 1)), dtype=dtype)  # [..., N_q, 1]
     out = np.empty((flat[2].shape[0], n_q, d_v), dtype)
+    probes = np.zeros((out.shape[0], 4), dtype)  # q, k, v, out: NaN where one was not finite
     with one_blas_thread():
         _chunkwise_kernel(*flat, bool(causal), int(chunk_size), apply_elu, dtype == np.float32,
-                          guard.reshape(-1, n_q), out)
+                          guard.reshape(-1, n_q), out, probes)
+    if apply_elu:  # given features are checked by the caller, as for the other forms
+        _raise_for_probes(probes, eps)
     return out.reshape(lead + (n_q, d_v))
+
+
+def _raise_for_probes(probes: np.ndarray, eps: Any) -> None:
+    """The errors la.linear_attention's own checks would raise, read from the kernel's probes."""
+    found = np.isnan(probes).any(axis=0)  # [q, k, v, out]
+    for name, bad in zip(("q", "k", "v"), found[:3]):
+        if bad:
+            raise nonfinite_error(name)
+    if found[3]:
+        raise nonfinite_output_error("elu+1", eps)
 
 
 _BLAS_CONTROLLER: list[Any] = []
@@ -512,7 +552,9 @@ FORMS = {
     "chunkwise": chunkwise_linear_attention,
 }
 
-# (form, feature map) -> a kernel that takes raw q, k and applies the feature map itself.
+# (form, feature map) -> a kernel that takes raw q, k and applies the feature map itself, and
+# checks q, k, v and its output for NaN and inf as it goes (linear_attention skips its own
+# passes for these).
 FUSED = {("chunkwise", "elu+1"): chunkwise_elu_linear_attention}
 
 
