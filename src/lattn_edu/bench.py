@@ -59,7 +59,7 @@ EPS = 1e-6
 FLOAT_BYTES = 4
 TOLERANCE = 1e-4  # float32 against the float64 reference (RMS relative), DESIGN §6
 OURS = "numba chunkwise"  # the form the targets are about, through la.linear_attention
-KERNEL = "numba chunkwise kernel"  # the same kernel called directly: no input checks, like the peer
+KERNEL = "numba chunkwise kernel"  # the same kernel called directly: no argument checks or dispatch
 PEER = "torch chunkwise peer"
 SOFTMAX_OURS, SOFTMAX_SDPA = "numba softmax", "torch SDPA"
 SGEMM = "numpy sgemm"
@@ -67,7 +67,7 @@ SGEMM = "numpy sgemm"
 REPO = Path(__file__).resolve().parents[2]  # src/lattn_edu/bench.py -> the checkout's root
 PEERS_FILE = REPO / "benchmarks" / "peers.py"
 RESULTS = REPO / "benchmarks" / "results"
-PACKAGED = Path(__file__).resolve().parent / "data" / "bench.json"
+PACKAGED = Path(__file__).resolve().parent / "data"  # copies of the recorded results, for the book
 
 
 @dataclass(frozen=True)
@@ -583,7 +583,7 @@ def machine_info() -> dict:
                      "torch": torch.__version__, "lattn_edu": la.__version__},
         "numba_threads": numba.get_num_threads(), "torch_threads": torch.get_num_threads(),
         "environment": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS",
-                        "OPENBLAS_CORETYPE", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS") if k in os.environ},
+                        "OPENBLAS_CORETYPE", "OPENBLAS_THREAD_TIMEOUT", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS") if k in os.environ},
     }
     try:
         info["numba_threading_layer"] = numba.threading_layer()
@@ -659,10 +659,10 @@ def write_csv(rows: list[dict], path: Path) -> None:
             writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_FIELDS})
 
 
-def load_results(path: str | os.PathLike | None = None) -> dict:
-    """A recorded benchmark: ``path``, else the checkout's ``benchmarks/results/bench.json``,
-    else the copy shipped with the package (so the book's chapters run anywhere)."""
-    candidates = [Path(path)] if path is not None else [RESULTS / "bench.json", PACKAGED]
+def load_results(path: str | os.PathLike | None = None, name: str = "bench.json") -> dict:
+    """A recorded benchmark: ``path``, else the checkout's ``benchmarks/results/<name>``, else
+    the copy shipped with the package (so the book's chapters run anywhere, Colab included)."""
+    candidates = [Path(path)] if path is not None else [RESULTS / name, PACKAGED / name]
     for candidate in candidates:
         if candidate.is_file():
             return json.loads(candidate.read_text(encoding="utf-8"))
@@ -923,10 +923,10 @@ def _run(args: argparse.Namespace, started: float) -> int:
     (out / "bench.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     write_csv(rows, out / "bench.csv")
     written = ["bench.json", "bench.csv"] + ([] if args.no_plots else write_plots(record, out))
-    if args.out is None and not args.quick and PACKAGED.parent.is_dir():
-        PACKAGED.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")  # for the book anywhere
     record["wall_seconds"] = time.perf_counter() - started
     (out / "bench.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    if args.out is None and not args.quick and PACKAGED.is_dir():  # the book's copy, for Colab
+        (PACKAGED / "bench.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(report(record))
     print(f"written to {out}: {', '.join(written)}")
     return 0
