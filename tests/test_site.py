@@ -369,6 +369,17 @@ def test_the_build_holds_exactly_the_pages_this_test_opens(built_site):
 
 
 @pytest.mark.parametrize("page_path", PAGES)
+def test_no_cell_shows_a_stray_value(page_path, built_site):
+    """A cell whose last line returns a string (a glue call, an assignment's value) would show
+    it as a lone quoted output, which means nothing to a reader."""
+    html = (built_site / page_path).read_text(encoding="utf-8")
+    outputs = re.findall(r'<div class="output text_plain[^"]*"><div class="highlight"><pre><span></span>(.*?)</pre>',
+                         html, flags=re.S)
+    stray = [text.strip() for text in outputs if re.fullmatch(r"(&#39;|')[^\n]*(&#39;|')", text.strip())]
+    assert not stray, f"{page_path}: cells show bare values {stray}"
+
+
+@pytest.mark.parametrize("page_path", PAGES)
 def test_page_in_the_browser(page_path, built_site, site_url, browser_context, report):
     problems: list[str] = []
     entry: dict = {"screenshots": []}

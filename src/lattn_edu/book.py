@@ -16,19 +16,19 @@ from typing import Any
 import numpy as np
 
 
-def glue(name: str, value: Any) -> Any:
-    """Make ``value`` available to the prose as ``{glue:text}`name```; returns ``value``.
+def glue(name: str, value: Any) -> None:
+    """Make ``value`` available to the prose as ``{glue:text}`name```.
 
     On the website build myst-nb stores it without showing an extra output. Without
-    myst-nb (Colab, a plain Jupyter) the value is printed as ``name = value``.
+    myst-nb (Colab, a plain Jupyter) the value is printed as ``name = value``. It returns
+    nothing, so a cell that ends with it shows no stray output.
     """
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
         print(f"{name} = {value}")
-        return value
+        return
     myst_glue(name, value, display=False)
-    return value
 
 
 def torch_device() -> str:
