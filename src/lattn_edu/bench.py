@@ -682,28 +682,38 @@ def _label(record: dict) -> str:
             f"{m['torch_threads']}; batch·heads = {record['settings']['batch_heads']}, float32")
 
 
-def plot_throughput(record: dict) -> Any:
-    """GFLOP/s (4·d·d_v per token) against N for the linear-attention methods, one panel per d,
-    with the sgemm measured in the same rounds as the ceiling."""
+def _method_panels(record: dict, names: tuple[str, ...], value: Callable[[dict], float],
+                   ylabel: str) -> tuple[Any, dict[int, Any]]:
+    """One panel per d, sharing the y axis, with a line per method of ``names``: ``value(row)``
+    against N. Returns the figure and {d: axes} for each caller's scales and extras."""
     import matplotlib.pyplot as plt
 
     rows, dims = record["results"], record["settings"]["dims"]
     fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.0), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], dims):
-        for name in (OURS, KERNEL, PEER, "torch chunkwise", "numpy chunkwise", "numba recurrent", "numba parallel"):
+        for name in names:
             ok = _ok(rows, name, d)
             if ok:
                 colour, marker, line = _STYLE[name]
                 sizes = sorted(ok)
-                ax.plot(sizes, [ok[n]["gflops"] for n in sizes], line, marker=marker, color=colour, label=name, ms=4)
-        ceiling = [r["sgemm_gflops_same_rounds"] for r in rows if r["d"] == d and r["method"] == OURS
-                   and r["status"] == "ok"]
+                ax.plot(sizes, [value(ok[n]) for n in sizes], line, marker=marker, color=colour, label=name, ms=4)
+        ax.set(xlabel="sequence length N", title=f"d = d_v = {d}")
+    axes[0][0].set_ylabel(ylabel)
+    return fig, dict(zip(dims, axes[0]))
+
+
+def plot_throughput(record: dict) -> Any:
+    """GFLOP/s (4·d·d_v per token) against N for the linear-attention methods, one panel per d,
+    with the sgemm measured in the same rounds as the ceiling."""
+    names = (OURS, KERNEL, PEER, "torch chunkwise", "numpy chunkwise", "numba recurrent", "numba parallel")
+    fig, panels = _method_panels(record, names, lambda row: row["gflops"], "GFLOP/s (4·d·d_v per token)")
+    for d, ax in panels.items():
+        ceiling = [r["sgemm_gflops_same_rounds"] for r in record["results"] if r["d"] == d
+                   and r["method"] == OURS and r["status"] == "ok"]
         if ceiling:
             ax.axhline(float(np.median(ceiling)), color="black", lw=1, ls=":", label="numpy sgemm (ceiling)")
         ax.set_xscale("log", base=2)
-        ax.set(xlabel="sequence length N", title=f"d = d_v = {d}")
-    axes[0][0].set_ylabel("GFLOP/s (4·d·d_v per token)")
-    axes[0][-1].legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="best")
     fig.suptitle("Causal linear attention throughput. " + _label(record), fontsize=8)
     return fig
 
@@ -727,25 +737,15 @@ def plot_ratio(record: dict) -> Any:
 def plot_times(record: dict) -> Any:
     """Time per call against N on log-log axes: linear (ours, peer) against softmax (ours, SDPA,
     materialised), one panel per d, with the crossovers marked."""
-    import matplotlib.pyplot as plt
-
-    rows, dims = record["results"], record["settings"]["dims"]
-    fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.0), sharey=True, squeeze=False)
-    for ax, d in zip(axes[0], dims):
-        for name in (OURS, PEER, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax"):
-            ok = _ok(rows, name, d)
-            if ok:
-                colour, marker, line = _STYLE[name]
-                sizes = sorted(ok)
-                ax.loglog(sizes, [1e3 * ok[n]["median_s"] for n in sizes], line, marker=marker,
-                          color=colour, label=name, ms=4)
+    names = (OURS, PEER, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax")
+    fig, panels = _method_panels(record, names, lambda row: 1e3 * row["median_s"], "time per call (ms, median)")
+    for d, ax in panels.items():
         for entry in record["summary"]["crossover"]:
             if entry["d"] == d and entry["crossover_n"] is not None:
-                colour = _STYLE[entry["softmax"]][0]
-                ax.axvline(entry["crossover_n"], color=colour, lw=0.8, ls=":")
-        ax.set(xlabel="sequence length N", title=f"d = d_v = {d}")
-    axes[0][0].set_ylabel("time per call (ms, median)")
-    axes[0][-1].legend(fontsize=7, loc="upper left")
+                ax.axvline(entry["crossover_n"], color=_STYLE[entry["softmax"]][0], lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.legend(fontsize=7, loc="upper left")
     fig.suptitle("Causal attention, linear vs softmax (dotted: crossovers). " + _label(record), fontsize=8)
     return fig
 
@@ -919,14 +919,13 @@ def _run(args: argparse.Namespace, started: float) -> int:
         "summary": {"per_shape": shapes, "crossover": crossovers(rows, settings.dims), "decode": decoding,
                     "targets": targets(shapes, decoding)},
     }
-    record["wall_seconds"] = time.perf_counter() - started
-    (out / "bench.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     write_csv(rows, out / "bench.csv")
     written = ["bench.json", "bench.csv"] + ([] if args.no_plots else write_plots(record, out))
     record["wall_seconds"] = time.perf_counter() - started
-    (out / "bench.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    text = json.dumps(record, indent=1) + "\n"
+    (out / "bench.json").write_text(text, encoding="utf-8")
     if args.out is None and not args.quick and PACKAGED.is_dir():  # the book's copy, for Colab
-        (PACKAGED / "bench.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        (PACKAGED / "bench.json").write_text(text, encoding="utf-8")
     print(report(record))
     print(f"written to {out}: {', '.join(written)}")
     return 0
