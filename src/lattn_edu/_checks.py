@@ -53,6 +53,7 @@ def check_finite(x: Any, name: str) -> None:
 
 
 def nonfinite_error(name: str) -> ValueError:
+    """The error for an argument holding NaN or inf (raised by check_finite and fused kernels)."""
     return ValueError(f"{name} must be finite; got an array with NaN or inf entries")
 
 

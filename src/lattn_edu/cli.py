@@ -19,8 +19,7 @@ COMMANDS = {
 
 # What the benchmark's timings need in the environment before numpy's OpenBLAS and the OpenMP
 # runtimes load: idle BLAS and OpenMP threads go to sleep at once instead of spinning on the
-# cores that the next timed call needs. (On 2 cores, a Numba kernel timed right after a
-# multi-threaded numpy product otherwise runs up to twice as slow.)
+# cores that the next timed call needs (benchmarks/thread_spin.py measures what that costs).
 BENCH_ENVIRONMENT = {"OPENBLAS_THREAD_TIMEOUT": "4", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
