@@ -7,8 +7,10 @@ book re-implements what lives here.
 from .analysis import (AttentionCost, attention_cost, denominator_drift, effective_attention_matrix,
                        numerical_rank, peak_weight, row_entropy, singular_values)
 from .backends import available_backends
+from .delta import delta_rule, ut_transform
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
                            identity_feature_map, relu_feature_map)
+from .gated import decay_mask, gated_linear_attention, segment_sums
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
                      quadratic_linear_attention, recurrent_linear_attention)
 from .retention import decay_matrix, retention
@@ -27,12 +29,15 @@ __all__ = [
     "attention_cost",
     "available_backends",
     "chunkwise_linear_attention",
+    "decay_mask",
     "decay_matrix",
+    "delta_rule",
     "denominator_drift",
     "diagonal_ssm",
     "effective_attention_matrix",
     "elu_plus_one",
     "exp_kernel",
+    "gated_linear_attention",
     "identity_feature_map",
     "linear_attention",
     "numerical_rank",
@@ -43,6 +48,7 @@ __all__ = [
     "relu_feature_map",
     "retention",
     "row_entropy",
+    "segment_sums",
     "selective_ssm",
     "selective_ssm_gates",
     "singular_values",
@@ -50,4 +56,5 @@ __all__ = [
     "softmax_attention_weights",
     "ssm_mixing_matrix",
     "ssm_scan",
+    "ut_transform",
 ]

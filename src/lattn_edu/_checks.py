@@ -1,4 +1,4 @@
-"""Input checks shared by every public function (DESIGN §8).
+"""Input checks shared by every public function.
 
 Each check raises a ``ValueError`` or ``TypeError`` that names the argument,
 what it got and what it needs, so a reader's mistake never turns into a silent
@@ -58,7 +58,7 @@ def nonfinite_error(name: str) -> ValueError:
 
 
 def nonfinite_output_error(feature_map: Any, eps: Any) -> ValueError:
-    """The error for a linear-attention output with NaN or inf: no silent NaN (DESIGN §8)."""
+    """The error for a linear-attention output with NaN or inf: no silent NaN."""
     return ValueError(
         f"linear attention produced NaN or inf: a denominator φ(q_i)ᵀz_i + eps was 0 or "
         f"the features overflowed (feature_map={feature_map!r}, eps={eps}). Use eps > 0 "
@@ -168,3 +168,80 @@ def check_decay_values(value: Any, name: str, dtype: np.dtype) -> np.ndarray:
     if not (np.isfinite(value).all() and (value > 0).all() and (value <= 1).all()):
         raise ValueError(f"{name} must lie in (0, 1]; got values in [{value.min()}, {value.max()}]")
     return value.astype(dtype)
+
+
+def check_scale(scale: Any, d_k: int) -> float:
+    """The read-out scale: None means d_k^-1/2; else a finite real > 0."""
+    if scale is None:
+        return float(d_k) ** -0.5
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number or None; got {type(scale).__name__} {scale!r}")
+    if not np.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be finite and > 0 (None means d_k**-0.5); got {scale}")
+    return float(scale)
+
+
+def _match_kind(x: Any, name: str, like: Any) -> Any:
+    """``x`` as a float array of ``like``'s kind (numpy or torch) and dtype, finite."""
+    x = as_float_array(x, name)
+    if is_torch_tensor(x) != is_torch_tensor(like):
+        raise TypeError(f"{name} must be a {type(like).__name__} like q; got {type(x).__name__}")
+    if dtype_name(x) != dtype_name(like):
+        raise TypeError(f"{name} must have q's dtype {dtype_name(like)}; got {dtype_name(x)}")
+    check_finite(x, name)
+    return x
+
+
+def check_per_step(x: Any, name: str, q: Any, widths: tuple[str, ...], valid: str) -> Any:
+    """A per-step gate: [..., N] (``"scalar"`` in widths) or [..., N, d_k] (``"vector"``),
+    broadcast to q's leading axes. ``valid`` describes the value range for messages."""
+    x = _match_kind(x, name, q)
+    lead, n, d_k = tuple(q.shape[:-2]), q.shape[-2], q.shape[-1]
+    targets = {"scalar": lead + (n,), "vector": lead + (n, d_k)}
+    target = targets["scalar"] if x.ndim == q.ndim - 1 else targets["vector"] if x.ndim == q.ndim else None
+    wanted = " or ".join(f"{list(targets[w])}" for w in widths)
+    if target is None or target not in (targets[w] for w in widths):
+        raise ValueError(f"{name} must have shape {wanted} (one {valid} per step) for q of shape "
+                         f"{list(q.shape)}; got {list(x.shape)}")
+    try:
+        shape = np.broadcast_shapes(tuple(x.shape), target)
+    except ValueError:
+        shape = None
+    if shape != target:
+        raise ValueError(f"{name} of shape {list(x.shape)} does not broadcast to {list(target)} "
+                         f"(q has shape {list(q.shape)})")
+    return x.expand(target) if is_torch_tensor(x) else np.broadcast_to(x, target)
+
+
+def check_log_decay(log_decay: Any, q: Any, vector: bool = True) -> Any:
+    """Log decays g <= 0 (decay exp(g) in (0, 1]) per step: [..., N], or [..., N, d_k] if allowed."""
+    if log_decay is None:
+        return None
+    widths = ("scalar", "vector") if vector else ("scalar",)
+    log_decay = check_per_step(log_decay, "log_decay", q, widths, "log decay g <= 0")
+    if float(log_decay.max()) > 0:
+        raise ValueError(f"log_decay must be <= 0 (a decay exp(g) in (0, 1]); got a largest value "
+                         f"of {float(log_decay.max())}")
+    return log_decay
+
+
+def check_beta(beta: Any, q: Any) -> Any:
+    """Delta-rule step sizes β in [0, 2], one per step: [..., N]."""
+    beta = check_per_step(beta, "beta", q, ("scalar",), "step size in [0, 2]")
+    low, high = float(beta.min()), float(beta.max())
+    if low < 0 or high > 2:
+        raise ValueError(f"beta must lie in [0, 2] (with unit-norm keys, I - β k kᵀ then never "
+                         f"amplifies the state); got values in [{low}, {high}]")
+    return beta
+
+
+def check_initial_state(state: Any, q: Any, v: Any, name: str = "initial_state") -> Any:
+    """A state [..., d_k, d_v] with q's leading axes, kind and dtype; None passes."""
+    if state is None:
+        return None
+    state = _match_kind(state, name, q)
+    shape = tuple(q.shape[:-2]) + (q.shape[-1], v.shape[-1])
+    if tuple(state.shape) != shape:
+        raise ValueError(f"{name} must have shape {list(shape)} ([..., d_k, d_v]); "
+                         f"got {list(state.shape)}")
+    return state

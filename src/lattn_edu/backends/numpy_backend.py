@@ -1,10 +1,14 @@
-"""The numpy backend: the reference forms of :mod:`lattn_edu.linear`, unchanged."""
+"""The numpy backend: the reference forms of :mod:`lattn_edu.linear`, :mod:`lattn_edu.gated`
+and :mod:`lattn_edu.delta`, unchanged."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from .._checks import is_torch_tensor
+from ..delta import chunkwise_delta_rule, recurrent_delta_rule
+from ..gated import (chunkwise_gated_linear_attention, parallel_gated_linear_attention,
+                     recurrent_gated_linear_attention)
 from ..linear import (chunkwise_linear_attention, parallel_linear_attention,
                       quadratic_linear_attention, recurrent_linear_attention)
 
@@ -15,10 +19,26 @@ FORMS = {
     "chunkwise": chunkwise_linear_attention,
 }
 
+GATED_FORMS = {
+    "recurrent": recurrent_gated_linear_attention,
+    "parallel": parallel_gated_linear_attention,
+    "chunkwise": chunkwise_gated_linear_attention,
+}
 
-def to_backend(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any, Callable[[Any], Any]]:
-    """numpy arrays pass through; torch tensors are refused with a pointer to backend='torch'."""
-    if is_torch_tensor(q):
+DELTA_FORMS = {
+    "recurrent": recurrent_delta_rule,
+    "chunkwise": chunkwise_delta_rule,
+}
+
+
+def to_backend(*arrays: Any) -> tuple[Any, ...]:
+    """numpy arrays (and None) pass through, then the identity as ``restore``; torch tensors
+    are refused with a pointer to backend='torch'."""
+    if any(is_torch_tensor(x) for x in arrays):
         raise TypeError("backend='numpy' takes numpy arrays; got torch.Tensor. "
                         "Use backend='torch' for tensors.")
-    return q, k, v, lambda out: out
+    return (*arrays, _unchanged)
+
+
+def _unchanged(out: Any) -> Any:
+    return out

@@ -1,0 +1,135 @@
+"""The delta rule: overwrite what a key holds instead of adding to it (chapter 10).
+
+    S_t = (I - β_t k_t k_tᵀ) (exp(g_t) S_{t-1}) + β_t k_t v_tᵀ,     o_t = scale · S_tᵀ q_t
+
+DeltaNet (g = 0) and Gated DeltaNet (a scalar log decay g_t <= 0 per step). The update is
+one gradient step of size β_t on ½‖Sᵀk_t − v_t‖²: it reads what k_t retrieves now and
+writes back only the difference from v_t.
+
+Stability: with ‖k_t‖ = 1 the matrix I − β k kᵀ has eigenvalues 1 (on the plane orthogonal
+to k) and 1 − β (along k), so for β in [0, 2] no step amplifies the state. Keys are used as
+given: the caller L2-normalises them (:func:`delta_rule` does not, so that a chapter can show
+what happens when this is violated).
+
+The chunkwise form (Yang et al. 2024) packs the C sequential rank-1 updates of a chunk into
+matrix products: with A = tril(diag(β) K Kᵀ, −1) (gated: entries times Π exp(g) between the
+two steps) and T = (I + A)⁻¹ from one triangular solve (the UT transform),
+
+    W = T diag(β ⊙ exp(b)) K,   U = T diag(β) V − W S_before   (the "pseudo-values")
+
+and then the chunk behaves like gated linear attention with values U.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._checks import (check_beta, check_bool, check_choice, check_initial_state, check_log_decay,
+                      check_positive_int, check_qkv, check_scale)
+from .gated import decay_mask, per_key_log_decay, run_recurrence, start_state
+
+DELTA_FORMS = ("recurrent", "chunkwise")
+
+
+def recurrent_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
+                         log_decay: np.ndarray | None, scale: float,
+                         initial_state: np.ndarray | None = None,
+                         chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One token at a time: decay, read what k_t retrieves, write back β_t times the error."""
+    g = per_key_log_decay(log_decay, q)  # [..., N, 1]
+    state = start_state(initial_state, k, v)  # S  [..., d_k, d_v]
+    out = np.empty(v.shape, dtype=v.dtype)
+    for t in range(q.shape[-2]):
+        k_t, b_t = k[..., t, :], beta[..., t, None]  # [..., d_k], [..., 1]
+        state = np.exp(g[..., t, :, None]) * state
+        error = v[..., t, :] - np.einsum("...k,...kv->...v", k_t, state)  # v_t − Sᵀk_t  [..., d_v]
+        state = state + k_t[..., :, None] * (b_t * error)[..., None, :]
+        out[..., t, :] = scale * np.einsum("...k,...kv->...v", q[..., t, :], state)
+    return out, state
+
+
+def ut_transform(k: np.ndarray, beta: np.ndarray, log_decay: np.ndarray | None = None) -> np.ndarray:
+    """T = (I + A)⁻¹ for one chunk, A[i, j] = β_i (k_i·k_j) Π_{l=j+1..i} exp(g_l) for j < i.
+
+    k [..., C, d_k], beta [..., C], log_decay None or [..., C]; returns [..., C, C], lower
+    triangular with a unit diagonal. Row i needs rows j < i: this forward substitution is
+    the part of a chunk that stays sequential.
+    """
+    c = k.shape[-2]
+    g = np.zeros(beta.shape, dtype=k.dtype) if log_decay is None else log_decay
+    a = beta[..., :, None] * (k @ k.swapaxes(-1, -2)) * decay_mask(g)  # [..., C, C]
+    a = np.where(np.tri(c, k=-1, dtype=bool), a, 0)  # strictly lower
+    t_matrix = np.broadcast_to(np.eye(c, dtype=k.dtype), a.shape).copy()
+    for i in range(1, c):  # row i of (I + A) T = I:  T_i = e_i − Σ_{j<i} A_ij T_j
+        t_matrix[..., i, :] -= np.einsum("...j,...jc->...c", a[..., i, :i], t_matrix[..., :i, :])
+    return t_matrix
+
+
+def chunkwise_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
+                         log_decay: np.ndarray | None, scale: float,
+                         initial_state: np.ndarray | None = None,
+                         chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of C tokens: the UT transform turns the chunk's C updates into matrix products.
+
+    With b_t = Σ g over the chunk up to t, L the chunk's decay mask and S the state before it:
+    U = T (diag(β) V − diag(β ⊙ exp(b)) K S),   O = scale · (diag(exp(b)) Q S + ((Q Kᵀ) ⊙ L) U),
+    S_after = exp(b_last) S + (K ⊙ exp(b_last − b))ᵀ U.
+    """
+    g = per_key_log_decay(log_decay, q)[..., 0]  # [..., N]
+    state = start_state(initial_state, k, v)  # S before the chunk  [..., d_k, d_v]
+    out = np.empty(v.shape, dtype=v.dtype)
+    for start in range(0, q.shape[-2], chunk_size):
+        chunk = slice(start, start + chunk_size)
+        q_c, k_c, v_c = q[..., chunk, :], k[..., chunk, :], v[..., chunk, :]  # [..., C, ·]
+        b_c, g_c = beta[..., chunk, None], g[..., chunk]  # [..., C, 1], [..., C]
+        decay_in = np.exp(np.cumsum(g_c, axis=-1))[..., None]  # exp(b_t)  [..., C, 1]
+        t_matrix = ut_transform(k_c, beta[..., chunk], g_c)  # [..., C, C]
+        w = t_matrix @ (b_c * decay_in * k_c)  # W  [..., C, d_k]
+        u = t_matrix @ (b_c * v_c) - w @ state  # pseudo-values U  [..., C, d_v]
+        mask = decay_mask(g_c)  # L  [..., C, C]
+        out[..., chunk, :] = scale * ((decay_in * q_c) @ state + ((q_c @ k_c.swapaxes(-1, -2)) * mask) @ u)
+        decay_out = mask[..., -1, :, None]  # exp(b_last − b_j) = last row of L  [..., C, 1]
+        state = decay_in[..., -1, :, None] * state + (k_c * decay_out).swapaxes(-1, -2) @ u
+    return out, state
+
+
+def delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = None, *, scale: float | None = None,
+               form: str = "chunkwise", backend: str = "numpy", chunk_size: int = 64,
+               initial_state: Any = None, return_state: bool = False) -> Any:
+    """The (gated) delta rule of DeltaNet and Gated DeltaNet.
+
+    S_t = (I − β_t k_t k_tᵀ)(exp(g_t) S_{t−1}) + β_t k_t v_tᵀ,  o_t = scale · S_tᵀ q_t.
+
+    Parameters
+    ----------
+    q, k : array [..., N, d_k]
+        Keys are used as given: L2-normalise them (‖k_t‖ = 1) for a stable recurrence.
+    v : array [..., N, d_v]
+    beta : array [..., N]
+        Step sizes in [0, 2]: with unit keys, I − β k kᵀ then has eigenvalues in [−1, 1].
+    log_decay : None or array [..., N]
+        g_t <= 0, one per step and head (Gated DeltaNet); None is DeltaNet.
+    scale : float, optional
+        Read-out scale; None means d_k**-0.5.
+    form : 'recurrent' | 'chunkwise'
+        The scan, or chunks in the WY / UT-transform representation.
+    backend : 'numpy' | 'numba' | 'torch'
+    chunk_size : int
+    initial_state : array [..., d_k, d_v], optional
+    return_state : bool
+
+    Returns
+    -------
+    o : array [..., N, d_v], or ``(o, final_state)`` with final_state [..., d_k, d_v].
+    """
+    form = check_choice(form, "form", DELTA_FORMS)
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    return_state = check_bool(return_state, "return_state")
+    q, k, v = check_qkv(q, k, v, causal=True)
+    beta = check_beta(beta, q)
+    log_decay = check_log_decay(log_decay, q, vector=False)
+    initial_state = check_initial_state(initial_state, q, v)
+    return run_recurrence("delta", q, k, v, (beta, log_decay), check_scale(scale, q.shape[-1]), form,
+                          backend, chunk_size, initial_state, return_state)
