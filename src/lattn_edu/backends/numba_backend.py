@@ -40,6 +40,8 @@ from .._checks import (check_bool, check_positive_int, check_qkv, is_torch_tenso
 from ..softmax import _check_scale
 from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
                          one_blas_thread)
+from .numba_delta import DELTA_FORMS  # noqa: F401  (re-exported: the backend's delta-rule forms)
+from .numba_gated import GATED_FORMS  # noqa: F401  (re-exported: the backend's gated forms)
 
 
 @njit(cache=True)
@@ -433,9 +435,14 @@ FORMS = {
 FUSED = {("chunkwise", "elu+1"): chunkwise_elu_linear_attention}
 
 
-def to_backend(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any, Callable[[Any], Any]]:
-    """numpy arrays pass through; torch tensors are refused with a pointer to backend='torch'."""
-    if is_torch_tensor(q):
+def to_backend(*arrays: Any) -> tuple[Any, ...]:
+    """numpy arrays (and None) pass through, then the identity as ``restore``; torch tensors
+    are refused with a pointer to backend='torch'."""
+    if any(is_torch_tensor(x) for x in arrays):
         raise TypeError("backend='numba' takes numpy arrays; got torch.Tensor. "
                         "Use backend='torch' for tensors.")
-    return q, k, v, lambda out: out
+    return (*arrays, _unchanged)
+
+
+def _unchanged(out: Any) -> Any:
+    return out
