@@ -148,3 +148,67 @@ def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(
     expected = la.chunkwise_linear_attention(phi_q, phi_k, v, causal=True, eps=0.0, chunk_size=chunk)
     np.testing.assert_allclose(np.concatenate(outputs), expected, rtol=1e-10)
     np.testing.assert_allclose(state, phi_k.T @ v, rtol=1e-10)
+
+
+# --- Chapters 5-9: the derivation and predict-then-measure exercises, tied to the package ---
+
+def test_balanced_query_reads_equal_components():
+    from lattn_edu.exercises import ch05
+    a = exercises.CATALOG["ch05.balance"].solution
+    state = la.LinearAttentionState(m=2, d_v=2, eps=0.0)
+    state.update(phi_k=np.eye(2), v=np.array([[1.0, 0.0], [0.0, 2.0]]))
+    o = state.read(np.array([a, 1.0]))
+    assert o[0] == pytest.approx(o[1], rel=1e-12)
+    assert a == ch05.balanced_query_weight()
+    assert not np.isclose(*state.read(np.array([1.0, 1.0])))  # a = 1 does not balance
+
+
+def test_favor_variance_solution_matches_a_measurement():
+    from lattn_edu.exercises import ch06
+    rng = np.random.default_rng(64)
+    for m in (1, 5):
+        q, k = 0.25 * rng.standard_normal((2, 7))  # ||q+k||² near 1: a light enough tail
+        predicted = ch06.solution_favor_variance(q, k, m)
+        measured = ch06.measured_favor_variance(q, k, m, draws=40_000, seed=m)
+        assert measured == pytest.approx(predicted, rel=0.05)
+
+
+def test_features_for_ten_percent_is_the_smallest_such_m():
+    constant = np.exp(3.0) - 1  # eq-ch06-variance at unit q, k with q·k = 0.5
+    m = exercises.CATALOG["ch06.features_for_accuracy"].solution
+    assert constant / m <= 0.01 < constant / (m - 1)
+
+
+def test_elu_limit_solution_is_the_package_at_a_huge_scale():
+    from lattn_edu.exercises import ch07
+    for case in ch07._limit_cases():
+        q, k = case["q"].astype(np.float64), case["k"].astype(np.float64)
+        far = la.effective_attention_matrix(1e6 * q, k, feature_map="elu+1", eps=0.0)
+        np.testing.assert_allclose(ch07.solution_elu_limit_weights(q, k), far, atol=1e-5)
+
+
+def test_convolution_kernel_solution_is_the_impulse_response():
+    from lattn_edu.exercises import ch08
+    for case in ch08._kernel_cases():
+        impulse = np.zeros((case["n"], 1))
+        impulse[0] = 1.0
+        response = la.diagonal_ssm(impulse, case["a"], case["b"], case["c"])[:, 0]
+        np.testing.assert_allclose(ch08.solution_convolution_kernel(**case), response,
+                                   rtol=1e-10, atol=1e-12)
+
+
+def test_steady_level_matches_retention_on_random_sequences():
+    from lattn_edu.exercises import ch08
+    rng = np.random.default_rng(83)
+    q, k, v = rng.standard_normal((3, 16, 301, 5))
+    out = la.retention(q, k, v, 0.9)  # [16, N, d_v]
+    one_term = np.sqrt(((q * k).sum(-1) ** 2 * (v**2).sum(-1)).mean())
+    level = np.sqrt((out[:, 100:] ** 2).sum(-1).mean())  # 100 steps: 0.9^200 is negligible
+    assert level / one_term == pytest.approx(ch08.steady_rms_level(0.9), rel=0.05)
+
+
+def test_square_product_moves_n_over_3_multiply_adds_per_number():
+    from lattn_edu.exercises import ch09
+    for n in (1, 7, 64):
+        assert ch09.multiply_adds_per_number(n, n, n) == pytest.approx(n / 3)
+    assert exercises.CATALOG["ch09.read_reuse"].solution == ch09.multiply_adds_per_number(64, 128, 128)
