@@ -98,7 +98,7 @@ def _kernel_cases():
              {"a": np.array([0.3]), "b": np.array([2.0]), "c": np.array([-1.5]), "n": 9},  # m = 1
              {"a": rng.uniform(0.1, 1.0, 7), "b": rng.standard_normal(7),
               "c": rng.standard_normal(7), "n": 1},  # n = 1: κ_0 = c·b
-             {"a": np.array([1.0, 0.9, 0.0]), "b": rng.standard_normal(3),  # a = 1 and a = 0
+             {"a": np.array([1.0, 0.9, 0.05]), "b": rng.standard_normal(3),  # a = 1: never fades
               "c": rng.standard_normal(3), "n": 13}]
     return cases
 
