@@ -14,7 +14,7 @@ from .base import Exercise, check_function, value_exercise
 
 
 def solution_numerical_rank(a):
-    """How many singular values exceed max(M, N)·ε·σ_max, with ε the machine epsilon of a's dtype."""
+    """How many singular values exceed max(n_1, n_2)·ε·σ_max, with ε the machine epsilon of a's dtype."""
     sigma = np.linalg.svd(a, compute_uv=False)  # largest first
     threshold = max(a.shape) * np.finfo(a.dtype).eps * sigma[0]
     return int((sigma > threshold).sum())
