@@ -114,6 +114,16 @@ def test_intro_table_repeats_every_chapters_times():
                                               counted.with_exercises_minutes), source.name
 
 
+def test_intro_states_the_rule_the_test_applies():
+    text = " ".join(INTRO.read_text(encoding="utf-8").split())
+    for phrase in (f"{WORDS_PER_MINUTE} words a minute",
+                   f"{MINUTES_PER_EXERCISE} minutes per exercise",
+                   f"{MINUTES_PER_CONCEPT_CHECK} minutes per concept check",
+                   f"nearest {ROUND_TO} minutes"):
+        assert phrase in text, phrase
+    assert MINUTES_PER_CODE_CELL == 1 and "one minute for every code cell" in text
+
+
 def test_rule_counts_what_a_reader_sees(tmp_path):
     # hidden cells and markup are not counted; visible cells, exercises and quizzes are
     source = tmp_path / "01-x.md"
