@@ -4,15 +4,16 @@ Colab shows Markdown and MathJax only: MyST roles, directives and labels would s
 raw source. Every construct the chapters use gets a plain form here:
 
 - ``(label)=`` lines disappear;
-- a labelled equation ``$$ ... $$ (eq-label)`` keeps its number as ``\\tag{3.2}``, and
-  ``{eq}`eq-label``` becomes "(3.2)" (chapter.position, the same in every notebook);
+- a labelled equation ``$$ ... $$ (eq-label)`` keeps the number the website gives it, as
+  ``\\tag{9}``, and ``{eq}`eq-label``` becomes "(9)": the website numbers equations, and
+  exercises, through the whole book in reading order;
 - ``{ref}`ch-label``` becomes a link to that chapter's page on the website;
 - ``{doc}`text <../references>``` becomes a link to that page on the website;
 - ``{cite:p}``/``{cite:t}`` become "(Katharopoulos et al., 2020)" / "Katharopoulos et al.
   (2020)", linked to the website's references page;
 - ``{glue:text}`name``` becomes the value recorded when the website was built;
 - an admonition or an exercise becomes a quoted block with a bold title
-  ("**Exercise 3.2**");
+  ("**Exercise 7**");
 - a solution becomes a :class:`Solution` (the notebook folds it into a Colab form cell),
   with a ``{literalinclude}`` of a ``:pyobject:`` replaced by that function's source.
 
@@ -64,12 +65,13 @@ class Chapter:
     number: int
     title: str
     labels: list[str] = field(default_factory=list)
-    equations: dict[str, str] = field(default_factory=dict)  # label -> "3.2"
-    exercises: dict[str, str] = field(default_factory=dict)  # label -> "3.2"
+    equations: dict[str, str] = field(default_factory=dict)  # label -> "9"
+    exercises: dict[str, str] = field(default_factory=dict)  # label -> "7"
 
 
-def read_chapter(source: Path) -> Chapter:
-    """Number the chapter (from its file name), its labelled equations and its exercises."""
+def read_chapter(source: Path, equations_before: int = 0, exercises_before: int = 0) -> Chapter:
+    """Number the chapter (from its file name), its labelled equations and its exercises,
+    counting on from those of the chapters before it."""
     text = source.read_text(encoding="utf-8")
     number = int(source.stem.split("-")[0])
     title = next(line[2:].strip() for line in text.splitlines() if line.startswith("# "))
@@ -79,12 +81,12 @@ def read_chapter(source: Path) -> Chapter:
         if (match := LABEL_LINE.match(line)):
             chapter.labels.append(match.group(1))
         elif (match := EQUATION_END.match(line)):
-            chapter.equations[match.group(1)] = f"{number}.{len(chapter.equations) + 1}"
+            chapter.equations[match.group(1)] = str(equations_before + len(chapter.equations) + 1)
         elif line.startswith(":::{exercise}"):
             pending_label = True
         elif pending_label and line.startswith(":label:"):
             label = line.split(":label:")[1].strip()
-            chapter.exercises[label] = f"{number}.{len(chapter.exercises) + 1}"
+            chapter.exercises[label] = str(exercises_before + len(chapter.exercises) + 1)
             pending_label = False
     return chapter
 
@@ -99,7 +101,12 @@ class Book:
 
     @classmethod
     def read(cls, sources: list[Path], bibfile: Path, site: str) -> "Book":
-        return cls([read_chapter(s) for s in sources], read_bibliography(bibfile), site)
+        """The chapters in reading order (``sources``), numbered as the website numbers them."""
+        chapters: list[Chapter] = []
+        for source in sources:
+            chapters.append(read_chapter(source, sum(len(c.equations) for c in chapters),
+                                         sum(len(c.exercises) for c in chapters)))
+        return cls(chapters, read_bibliography(bibfile), site)
 
     def page(self, stem: str) -> str:
         return f"{self.site}book/chapters/{stem}.html"
@@ -140,7 +147,7 @@ def read_bibliography(bibfile: Path) -> dict[str, tuple[str, str]]:
 class Solution:
     """A folded solution: the exercise it answers, its prose and its code."""
 
-    exercise: str  # "3.2"
+    exercise: str  # "7"
     prose: str
     code: str
 
