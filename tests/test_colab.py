@@ -69,7 +69,7 @@ def test_colab_notebooks_match_their_sources():
     (metadata lattn_edu.glue) from the build that wrote it: they change from build to build
     wherever they come from a live timing."""
     stale = colab_notebooks.stale_notebooks()
-    assert not stale, f"out of date: {[p.name for p in stale]}; build the site, then run python tools/colab_notebooks.py"
+    assert not stale, f"out of date: {stale}; build the site, then run python tools/colab_notebooks.py"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

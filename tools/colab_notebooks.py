@@ -153,21 +153,21 @@ def colab_path(source: Path) -> Path:
     return COLAB / f"{source.stem}.ipynb"
 
 
-def stale_notebooks() -> list[Path]:
-    """Colab notebooks that are missing or differ from their source, values apart."""
+def stale_notebooks() -> dict[Path, str]:
+    """Colab notebooks that are missing or differ from their source, values apart: path -> why."""
     config = read_config()
     book, requirement = read_book(config), sync_notebooks.install_requirement()
     hide = bool(config["sphinx"]["config"].get("hide_solutions", False))
-    stale = []
+    stale = {}
     for source, _ in sync_notebooks.pairs():
         notebook = colab_path(source)
         try:
             expected = render(source, book, recorded_glue(notebook), requirement, hide)
-        except plain_markdown.UnsupportedMyST:
-            stale.append(notebook)
+        except plain_markdown.UnsupportedMyST as problem:
+            stale[notebook] = str(problem)
             continue
         if not notebook.is_file() or notebook.read_text(encoding="utf-8") != expected:
-            stale.append(notebook)
+            stale[notebook] = f"differs from {source.relative_to(ROOT)}"
     return stale
 
 
@@ -180,8 +180,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.check:
         stale = stale_notebooks()
-        for path in stale:
-            print(f"out of date: {path.relative_to(ROOT)} (run python tools/colab_notebooks.py)")
+        for path, why in stale.items():
+            print(f"out of date: {path.relative_to(ROOT)}: {why} (run python tools/colab_notebooks.py)")
         return 1 if stale else 0
     config = read_config()
     book, requirement = read_book(config), sync_notebooks.install_requirement()
