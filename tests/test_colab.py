@@ -126,6 +126,46 @@ def test_the_student_build_has_no_solutions():
         assert "Concept check" in student or "Quiz(" not in source.read_text(encoding="utf-8")
 
 
+def tiny_book(tmp_path: Path):
+    """A two-chapter book in plain files, for known-answer tests of the translation."""
+    import plain_markdown
+
+    (tmp_path / "helpers.py").write_text("def solution_twice(x):\n    return 2 * x\n", encoding="utf-8")
+    first = tmp_path / "01-one.md"
+    first.write_text("(ch-one)=\n# 1. One\n\n$$\na = b\n$$ (eq-one)\n", encoding="utf-8")
+    second = tmp_path / "02-two.md"
+    second.write_text("# 2. Two\n\n:::{exercise}\n:label: ex-two\n\nDo it.\n:::\n", encoding="utf-8")
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@article{a1, author={Ada, Ann and Bee, Bo and Cee, Cy}, title={T}, year={2001}}\n"
+                   "@article{b2, author={Dee, Di and Eff, Ed}, title={U}, year={2002}}\n", encoding="utf-8")
+    book = plain_markdown.Book.read([first, second], bib, "https://example.org/site/")
+    return plain_markdown, book, plain_markdown.ChapterTranslator(book, book.chapters[1], {"n": "37"}, tmp_path)
+
+
+def test_the_translation_gives_plain_markdown(tmp_path):
+    plain_markdown, book, translator = tiny_book(tmp_path)
+    text = ("See {eq}`eq-one` in {ref}`ch-one`, {cite:p}`a1,b2` and {cite:t}`b2`: {glue:text}`n`.\n"
+            "\n:::{admonition} Note\n:class: tip\n\nBody.\n:::\n"
+            ":::{solution} ex-two\n:class: dropdown\n\nBecause.\n\n"
+            "```{literalinclude} helpers.py\n:pyobject: solution_twice\n```\n:::\nAfter.")
+    refs = "https://example.org/site/book/references.html"
+    shown, solution, after = translator.markdown(text)
+    assert shown == (f"See (1) in [1. One](https://example.org/site/book/chapters/01-one.html), "
+                     f"([Ada et al., 2001]({refs}); [Dee and Eff, 2002]({refs})) and "
+                     f"[Dee and Eff (2002)]({refs}): 37.\n\n> **Note**\n>\n> Body.")
+    assert solution == plain_markdown.Solution("1", "Because.", "def solution_twice(x):\n    return 2 * x")
+    assert after == "After."
+    assert book.chapters[0].equations == {"eq-one": "1"} and book.chapters[1].exercises == {"ex-two": "1"}
+
+
+@pytest.mark.parametrize("text", ["{numref}`fig-x`", "```{figure} x.png\n```", "{ref}`nowhere`",
+                                  "{cite:p}`unknown`", "{glue:text}`missing`"])
+def test_an_untranslatable_construct_is_an_error(tmp_path, text):
+    plain_markdown, _, translator = tiny_book(tmp_path)
+    with pytest.raises(plain_markdown.UnsupportedMyST, match="02-two"):
+        translator.markdown(text)
+
+
 def test_the_first_cell_installs_the_package_folded_and_without_upgrades():
     url = colab_notebooks.read_config()["repository"]["url"]
     for path in NOTEBOOKS:
