@@ -52,7 +52,10 @@ def _cost_cases():
 
 
 def solution_work_ratio(n, d, d_v, m):
-    """How many times more multiply-adds (φ(Q)φ(K)ᵀ)V needs than φ(Q)(φ(K)ᵀV): N(d + d_v) / (2 m d_v)."""
+    """How many times more multiply-adds softmax attention needs than φ(Q)(φ(K)ᵀV).
+
+    N²(d + d_v) for the scores and A V, against 2 N m d_v: the ratio N(d + d_v) / (2 m d_v).
+    """
     return n * n * (d + d_v) / (2 * n * m * d_v)
 
 
@@ -67,7 +70,7 @@ def _ratio_cases():
 
 
 def _count_slopes():
-    """The log–log slopes of the two multiply-add counts against N (d = d_v = m = 64)."""
+    """The log–log slopes of the softmax and linear multiply-add counts against N (d = 64)."""
     sizes = np.array([1_000, 2_000, 4_000, 8_000, 16_000])
     counts = [la.attention_cost(n=int(n), d=64) for n in sizes]
     return np.array([loglog_slope(sizes, [c.softmax_macs for c in counts]),
@@ -88,7 +91,7 @@ EXERCISES = [
                    "How many times more multiply-adds the left order needs at N = 32,768, d = d_v = m = 64",
                    la.attention_cost(n=32_768, d=64).compute_ratio, rtol=1e-3),
     Exercise("ch03.work_ratio_formula",
-             "Derive the ratio of the two orders' multiply-adds for any d, d_v and m", "code",
+             "Derive how many times more multiply-adds softmax needs, for any d, d_v and m", "code",
              solution_work_ratio,
              lambda answer: check_function(answer, _reference_work_ratio, _ratio_cases(), rtol=1e-9)),
     value_exercise("ch03.count_slopes",
