@@ -138,6 +138,41 @@ def test_quiz_html_is_self_contained_and_marks_one_answer():
         Quiz("?", ("a", "b"), 2, ("x", "y"))
 
 
+@pytest.mark.parametrize("n,m", [(9, 3), (5, 7), (31, 31), (1, 4)])
+def test_rank_bound_is_the_rank_random_features_reach(n, m):
+    # the derivation's bound is attained: generic features give rank exactly min(N, m)
+    rng = np.random.default_rng(n * 100 + m)
+    phi_q, phi_k = la.elu_plus_one(rng.standard_normal((2, n, m)))
+    rank = la.numerical_rank(phi_q @ phi_k.T)
+    assert rank == exercises.CATALOG["ch02.rank_bound"].solution(n=n, m=m)
+
+
+def test_normaliser_last_solution_never_forms_the_weights_yet_matches_softmax(rng):
+    q, k, v = rng.standard_normal((3, 11, 5))
+    got = exercises.CATALOG["ch01.normaliser_last"].solution(q=q, k=k, v=v)
+    assert np.allclose(got, la.softmax_attention(q, k, v), rtol=1e-12, atol=1e-14)
+
+
+def test_prediction_exercises_state_the_powers_of_n():
+    # per factor of ten in N the matrix grows 10^2 against the flat state, 10^1 against
+    # the KV cache; the counted multiply-adds have log-log slopes 2 and 1
+    assert np.allclose(exercises.CATALOG["ch01.decade_factors"].solution, [10**2, 10**1])
+    assert np.allclose(exercises.CATALOG["ch03.count_slopes"].solution, [2, 1])
+
+
+def test_generation_work_closed_form_grows_quadratically_for_the_cache():
+    work = exercises.CATALOG["ch04.generation_work"].solution
+    (cache_1, state_1), (cache_3, state_3) = work(n_tokens=1001, d=7), work(n_tokens=3003, d=7)
+    assert state_3 == 3 * state_1
+    assert 8.9 < cache_3 / cache_1 < 9.0  # T(T + 1): just under 9 for T -> 3T
+
+
+def test_work_ratio_formula_is_n_over_d_when_widths_agree():
+    ratio = exercises.CATALOG["ch03.work_ratio_formula"].solution
+    assert ratio(n=4097, d=33, d_v=33, m=33) == pytest.approx(4097 / 33, rel=1e-12)
+    assert ratio(n=4097, d=33, d_v=65, m=17) == pytest.approx(4097 * 98 / (2 * 17 * 65), rel=1e-12)
+
+
 def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(rng):
     n, m, d_v, chunk = 23, 5, 3, 6  # the last chunk is shorter
     phi_q, phi_k = rng.uniform(0.1, 2.0, (2, n, m))
