@@ -30,22 +30,18 @@ FlashAttention), so it never holds more than a block of the N×N matrix.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Callable
 
-import llvmlite.binding as llvm
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import get_cython_function_address
+from numba import njit, prange
 
 from .._checks import (check_bool, check_positive_int, check_qkv, is_torch_tensor, nonfinite_error,
                        nonfinite_output_error)
 from ..softmax import _check_scale
-
-# Floating-point freedoms the fast kernels allow LLVM: fused multiply-adds and reordered
-# sums (so loops vectorise). Not 'nnan'/'ninf': a 0/0 must stay NaN for linear_attention
-# to report it.
-_FAST = {"contract", "reassoc", "nsz"}
+from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
+                         one_blas_thread)
+from .numba_delta import DELTA_FORMS  # noqa: F401  (re-exported: the backend's delta-rule forms)
+from .numba_gated import GATED_FORMS  # noqa: F401  (re-exported: the backend's gated forms)
 
 
 @njit(cache=True)
@@ -139,106 +135,6 @@ def _recurrent_kernel(phi_q, phi_k, values, causal, acc):
             for i in range(phi_q.shape[1]):
                 _add_row_times_matrix(phi_q[b, i], state, acc[b, i])
 
-
-# BLAS from scipy's bundled library, declared to numba by symbol name (not by address, which
-# changes per process) so that kernels calling it can still be cached. Fortran BLAS takes
-# every argument by reference and stores matrices by column; the wrappers below hide both.
-def _blas_function(name: str, n_arguments: int) -> Any:
-    symbol = f"lattn_edu_{name}"
-    llvm.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_blas", name))
-    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * n_arguments))
-
-
-_sgemm, _dgemm = _blas_function("sgemm", 13), _blas_function("dgemm", 13)
-_strmm, _dtrmm = _blas_function("strmm", 11), _blas_function("dtrmm", 11)
-_NO, _YES = np.uint8(ord("N")), np.uint8(ord("T"))
-
-
-@njit(cache=True)
-def _blas_arguments(dtype):
-    """Per-thread scratch for BLAS's by-reference arguments: ints [6], flags [4], alpha/beta [2]."""
-    return np.empty(6, np.int32), np.empty(4, np.uint8), np.empty(2, dtype)
-
-
-@njit(cache=True)
-def _gemm(a, b, out, transpose_a, transpose_b, beta, blas):
-    """out = op(a) op(b) + beta·out for C-contiguous 2-D arrays (op = transpose when asked).
-
-    BLAS reads a row-major X as the column-major Xᵀ, so it is asked for outᵀ = op(b)ᵀ op(a)ᵀ.
-    """
-    ints, flags, scalars = blas
-    ints[0], ints[1] = out.shape[1], out.shape[0]  # outᵀ is [n, m]
-    ints[2] = a.shape[0] if transpose_a else a.shape[1]  # the inner size
-    ints[3], ints[4], ints[5] = max(1, b.shape[1]), max(1, a.shape[1]), max(1, out.shape[1])
-    flags[0], flags[1] = _YES if transpose_b else _NO, _YES if transpose_a else _NO
-    scalars[0], scalars[1] = 1, beta
-    arguments = (flags[0:].ctypes, flags[1:].ctypes, ints[0:].ctypes, ints[1:].ctypes,
-                 ints[2:].ctypes, scalars[0:].ctypes, b.ctypes, ints[3:].ctypes, a.ctypes,
-                 ints[4:].ctypes, scalars[1:].ctypes, out.ctypes, ints[5:].ctypes)
-    if out.itemsize == 4:
-        _sgemm(*arguments)
-    else:
-        _dgemm(*arguments)
-
-
-@njit(cache=True)
-def _lower_triangle_matmul(weights, values, blas):
-    """values = tril(weights) values in place, [c, c] and [c, w]; the upper triangle is not read.
-
-    Column-major, valuesᵀ = valuesᵀ tril(weights)ᵀ, and weights' memory read by columns is
-    weightsᵀ, upper triangular: trmm with the triangle on the right ('R', 'U').
-    """
-    ints, flags, scalars = blas
-    ints[0], ints[1] = values.shape[1], values.shape[0]
-    ints[2], ints[3] = max(1, weights.shape[1]), max(1, values.shape[1])
-    flags[0], flags[1], flags[2], flags[3] = ord("R"), ord("U"), _NO, _NO
-    scalars[0] = 1
-    arguments = (flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, flags[3:].ctypes,
-                 ints[0:].ctypes, ints[1:].ctypes, scalars[0:].ctypes, weights.ctypes,
-                 ints[2:].ctypes, values.ctypes, ints[3:].ctypes)
-    if values.itemsize == 4:
-        _strmm(*arguments)
-    else:
-        _dtrmm(*arguments)
-
-
-# exp(x) for x <= 0 in float32 as a polynomial that vectorises (numba's np.exp is a
-# scalar call per element here): x = n·ln 2 + t with |t| <= ln 2 / 2, exp(t) by the
-# Cephes polynomial, and 2^n built from its exponent bits, in two factors so that
-# results below the smallest normal float (x < -87.3) come out as numpy's do.
-_LOG2E = np.float32(1.4426950408889634)
-_LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
-_EXP_POLY = (np.float32(1.9875691500e-4), np.float32(1.3981999507e-3), np.float32(8.3334519073e-3),
-             np.float32(4.1665795894e-2), np.float32(1.6666665459e-1), np.float32(5.0000001201e-1))
-
-
-@njit(cache=True, fastmath=_FAST)
-def _exp_nonpositive_float32(x, n, high, low):
-    """x[:n] = exp(min(x[:n], 0)) in place, float32 [n]; high, low: int32 scratch [>= n]."""
-    c0, c1, c2, c3, c4, c5 = _EXP_POLY
-    for i in range(n):
-        y = min(max(x[i], np.float32(-104.0)), np.float32(0.0))  # exp(-104) is 0 in float32
-        power = np.floor(y * _LOG2E + np.float32(0.5))
-        t = y - power * _LN2_HI - power * _LN2_LO  # |t| <= ln 2 / 2
-        p = ((((c0 * t + c1) * t + c2) * t + c3) * t + c4) * t + c5
-        x[i] = p * t * t + t + np.float32(1.0)  # exp(t)
-        exponent = np.int32(power)
-        top = max(exponent, np.int32(-126))
-        high[i] = (top + np.int32(127)) << 23  # the float 2^top
-        low[i] = (exponent - top + np.int32(127)) << 23  # the float 2^(n - top)
-    high_scale, low_scale = high.view(np.float32), low.view(np.float32)
-    for i in range(n):
-        x[i] = x[i] * high_scale[i] * low_scale[i]
-
-
-@njit(cache=True, fastmath=_FAST)
-def _exp_nonpositive(x, n, fast_exp, high, low):
-    """x[:n] = exp(min(x[:n], 0)) in place, flat [n]: the vectorised float32 polynomial, or np.exp."""
-    if fast_exp:
-        _exp_nonpositive_float32(x, n, high, low)
-    else:
-        for i in range(n):
-            x[i] = np.exp(min(x[i], 0.0))
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -444,25 +340,6 @@ def _raise_for_probes(probes: np.ndarray, eps: Any) -> None:
         raise nonfinite_output_error("elu+1", eps)
 
 
-_BLAS_CONTROLLER: list[Any] = []
-
-
-def one_blas_thread() -> Any:
-    """A context in which BLAS runs single-threaded (threadpoolctl), or a no-op without it.
-
-    The chunkwise kernel calls BLAS from every numba thread; a multi-threaded BLAS would
-    start threads of its own on the same cores (oversubscription), and OpenBLAS inside an
-    OpenMP region warns that it may hang.
-    """
-    try:
-        import scipy.linalg.cython_blas  # noqa: F401  (the BLAS numba calls: load it before looking)
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return contextlib.nullcontext()
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
-
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
 def _softmax_kernel(q, k, v, causal, scale, block, fast_exp, out):
@@ -558,9 +435,14 @@ FORMS = {
 FUSED = {("chunkwise", "elu+1"): chunkwise_elu_linear_attention}
 
 
-def to_backend(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any, Callable[[Any], Any]]:
-    """numpy arrays pass through; torch tensors are refused with a pointer to backend='torch'."""
-    if is_torch_tensor(q):
+def to_backend(*arrays: Any) -> tuple[Any, ...]:
+    """numpy arrays (and None) pass through, then the identity as ``restore``; torch tensors
+    are refused with a pointer to backend='torch'."""
+    if any(is_torch_tensor(x) for x in arrays):
         raise TypeError("backend='numba' takes numpy arrays; got torch.Tensor. "
                         "Use backend='torch' for tensors.")
-    return q, k, v, lambda out: out
+    return (*arrays, _unchanged)
+
+
+def _unchanged(out: Any) -> Any:
+    return out

@@ -12,12 +12,13 @@ state carried between chunks by a prefix sum over chunks.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from .._checks import is_torch_tensor
+from .torch_gated import DELTA_FORMS, GATED_FORMS  # noqa: F401  (re-exported: the backend's gated forms)
 
 
 def quadratic_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor,
@@ -129,15 +130,17 @@ FORMS = {
 }
 
 
-def to_backend(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any, Callable[[Any], Any]]:
-    """Tensors pass through (tensors out, same device); numpy arrays become CPU tensors
-    and the output goes back to numpy."""
-    if is_torch_tensor(q):
-        return q, k, v, _unchanged
+def to_backend(*arrays: Any) -> tuple[Any, ...]:
+    """The arrays as tensors, then ``restore`` for the outputs. Tensors pass through (tensors
+    out, same device); numpy arrays become CPU tensors sharing their memory and the outputs go
+    back to numpy; None passes through."""
+    if any(is_torch_tensor(x) for x in arrays):
+        return (*arrays, _unchanged)
     # torch.from_numpy shares memory but refuses negative strides and warns on read-only
-    # arrays; np.require copies exactly those (and other non-contiguous) inputs.
-    q, k, v = (torch.from_numpy(np.require(x, requirements="CW")) for x in (q, k, v))
-    return q, k, v, _to_numpy
+    # arrays (broadcast views among them); np.require copies exactly those (and other
+    # non-contiguous) inputs.
+    return (*(None if x is None else torch.from_numpy(np.require(x, requirements="CW")) for x in arrays),
+            _to_numpy)
 
 
 def _unchanged(out: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,163 @@
+"""The (gated) delta rule as numba kernels (chapters 9 and 10): the scan and the chunkwise form
+on BLAS.
+
+    S_t = (I − β_t k_t k_tᵀ)(exp(g_t) S_{t-1}) + β_t k_t v_tᵀ,     o_t = scale · S_tᵀ q_t
+
+The same algorithms as the numpy reference :mod:`lattn_edu.delta`, with its signatures:
+``(q, k, v, beta, log_decay, scale, initial_state, chunk_size) -> (o, final_state)``.
+
+The chunkwise kernel uses the UT transform without forming T: the pseudo-values of a chunk,
+
+    U = T (diag(β) V − diag(β ⊙ exp(b)) K S) = U_T − W S     with T = (I + A)⁻¹,
+
+are one triangular solve (I + A) U = diag(β)(V − diag(exp(b)) K S) by BLAS's trsm on a
+[c, d_v] block, which costs c²·d_v/2 multiply-adds where forming T, W = T diag(β ⊙ exp(b)) K
+and T diag(β) V costs c³/6 + c²(d_k + d_v)/2. On a CPU the chunks of one sequence run one
+after another anyway, so nothing is lost by solving once S is known.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
+                         _unit_lower_solve, one_blas_thread)
+from .numba_gated import flatten_inputs
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def _recurrent_kernel(q, k, v, beta, g, decayed, scale, state, out):
+    """The scan, state [B, d_k, d_v] updated in place; g [B, N] (unread unless ``decayed``).
+
+    Per token two passes over S: the error e = β (v − exp(g) Sᵀk), then
+    S_r ← exp(g) S_r + k_r e and o += scale q_r S_r, row r of S at a time.
+    """
+    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    one = v.dtype.type(1)
+    for b in prange(q.shape[0]):
+        s = state[b]  # [d_k, d_v]
+        error = np.empty(d_v, v.dtype)
+        for t in range(n):
+            decay = np.exp(g[b, t]) if decayed else one
+            k_t, v_t, o = k[b, t], v[b, t], out[b, t]
+            error[:] = 0
+            for r in range(d_k):
+                for c in range(d_v):
+                    error[c] += k_t[r] * s[r, c]  # Sᵀk
+            for c in range(d_v):
+                error[c] = beta[b, t] * (v_t[c] - decay * error[c])
+            o[:] = 0
+            for r in range(d_k):
+                k_r, q_r = k_t[r], q[b, t, r] * scale
+                for c in range(d_v):
+                    s[r, c] = decay * s[r, c] + k_r * error[c]
+                    o[c] += q_r * s[r, c]
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, fast_exp, state, out):
+    """The chunkwise form: per chunk of c tokens, with b the cumulative log decay inside it and
+    L_ij = exp(b_i − b_j) for j <= i,
+
+        (I + A) U = diag(β)(V − diag(exp(b)) K S),   A = strict_tril(diag(β)(K Kᵀ) ⊙ L)   by trsm
+        O_c = scale · (tril((Q Kᵀ) ⊙ L) U + (Q ⊙ exp(b)) S)
+        S ← exp(b_last) S + (K ⊙ exp(b_last − b))ᵀ U
+
+    q, k [B, N, d_k], v [B, N, d_v], beta [B, N], g [B, N]; state [B, d_k, d_v] goes in as S_0
+    and comes out as S_N.
+    """
+    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    dtype = v.dtype
+    for b in prange(q.shape[0]):
+        blas = _blas_arguments(dtype)
+        s = state[b]  # [d_k, d_v]
+        system_scratch = np.empty(chunk_size * chunk_size, dtype)
+        weights_scratch = np.empty(chunk_size * chunk_size, dtype)
+        mask = np.ones(chunk_size * chunk_size, dtype)  # L, row by row; all ones without decay
+        pseudo = np.empty((chunk_size, d_v), dtype)  # U
+        scaled = np.empty((chunk_size, d_k), dtype)
+        cumulative = np.zeros(chunk_size, dtype)
+        high, low = np.empty(chunk_size * chunk_size, np.int32), np.empty(chunk_size * chunk_size, np.int32)
+        for start in range(0, n, chunk_size):
+            stop = min(start + chunk_size, n)
+            c = stop - start
+            q_c, k_c, v_c, out_c = q[b, start:stop], k[b, start:stop], v[b, start:stop], out[b, start:stop]
+            beta_c, u = beta[b, start:stop], pseudo[:c]
+            if decayed:
+                total = dtype.type(0)
+                for i in range(c):
+                    total += g[b, start + i]
+                    cumulative[i] = total
+                for i in range(c):
+                    for j in range(c):
+                        mask[i * c + j] = cumulative[i] - cumulative[j] if j <= i else 0
+                _exp_nonpositive(mask, c * c, fast_exp, high, low)
+            system = system_scratch[:c * c].reshape((c, c))
+            weights = weights_scratch[:c * c].reshape((c, c))
+            _gemm(k_c, k_c, system, False, True, 0, blas)  # K Kᵀ
+            _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q Kᵀ
+            for i in range(c):
+                for j in range(i):
+                    system[i, j] *= beta_c[i] * mask[i * c + j]
+                for j in range(i + 1):
+                    weights[i, j] *= scale * mask[i * c + j]
+            _gemm(k_c, s, u, False, False, 0, blas)  # K S
+            for i in range(c):
+                decay_in = np.exp(cumulative[i]) if decayed else dtype.type(1)
+                for col in range(d_v):
+                    u[i, col] = beta_c[i] * (v_c[i, col] - decay_in * u[i, col])
+                for r in range(d_k):
+                    scaled[i, r] = q_c[i, r] * (scale * decay_in)  # Q ⊙ exp(b), scaled
+            _unit_lower_solve(system, u, blas)  # U = (I + A)⁻¹ (...)
+            out_c[:] = u
+            _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
+            _gemm(scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
+            if decayed:
+                decay_out = np.exp(cumulative[c - 1])
+                for r in range(d_k):
+                    for col in range(d_v):
+                        s[r, col] *= decay_out
+            for j in range(c):
+                for r in range(d_k):
+                    scaled[j, r] = k_c[j, r] * mask[(c - 1) * c + j]  # K ⊙ exp(b_last − b), L's last row
+            _gemm(scaled[:c], u, s, True, False, 1, blas)  # carry the chunk into the state
+
+
+def _flatten_steps(x: np.ndarray | None, batch: int, n: int, dtype: np.dtype) -> np.ndarray:
+    """A per-step array [..., N] as [B, N] (C-contiguous in ``dtype``); None as an empty [B, 0]."""
+    if x is None:
+        return np.zeros((batch, 0), dtype)
+    return np.ascontiguousarray(x.reshape(batch, n), dtype=dtype)
+
+
+def recurrent_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
+                         log_decay: np.ndarray | None, scale: float,
+                         initial_state: np.ndarray | None = None,
+                         chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The scan in one kernel: (o [..., N, d_v], S_N [..., d_k, d_v])."""
+    q, k, v, _, _, state, out, unflatten = flatten_inputs(q, k, v, None, initial_state)
+    batch, n, dtype = v.shape[0], v.shape[1], v.dtype
+    beta, g = _flatten_steps(beta, batch, n, dtype), _flatten_steps(log_decay, batch, n, dtype)
+    _recurrent_kernel(q, k, v, beta, g, log_decay is not None, dtype.type(scale), state, out)
+    return unflatten(out, state)
+
+
+def chunkwise_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
+                         log_decay: np.ndarray | None, scale: float,
+                         initial_state: np.ndarray | None = None,
+                         chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N)."""
+    q, k, v, _, _, state, out, unflatten = flatten_inputs(q, k, v, None, initial_state)
+    batch, n, dtype = v.shape[0], v.shape[1], v.dtype
+    beta, g = _flatten_steps(beta, batch, n, dtype), _flatten_steps(log_decay, batch, n, dtype)
+    with one_blas_thread():
+        _chunkwise_kernel(q, k, v, beta, g, log_decay is not None, dtype.type(scale), int(chunk_size),
+                          dtype == np.float32, state, out)
+    return unflatten(out, state)
+
+
+DELTA_FORMS = {
+    "recurrent": recurrent_delta_rule,
+    "chunkwise": chunkwise_delta_rule,
+}

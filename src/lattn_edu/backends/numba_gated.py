@@ -1,0 +1,335 @@
+"""Gated linear attention as numba kernels (chapters 9 and 11): the scan, the masked N×N form
+and the chunkwise form on BLAS.
+
+    S_t = diag(exp(g_t)) S_{t-1} + k_t v_tᵀ,     o_t = scale · S_tᵀ q_t
+
+The same algorithms as the numpy reference :mod:`lattn_edu.gated`, with its signatures:
+``(q, k, v, log_decay, scale, initial_state, chunk_size) -> (o, final_state)``. The leading
+axes are flattened to one axis of B sequences that ``prange`` shares out among the threads.
+
+Every decay factor is exp of a number <= 0 (a sum of log decays over a segment, or the
+difference of two such sums inside one chunk), so nothing overflows however long the sequence
+or strong the decay; a factor that underflows is one whose true value is below the dtype's
+smallest number. The one exception is deliberate and bounded: to turn a chunk of vector decays
+into one matrix product, the chunkwise kernel scales queries up by at most exp(θ) (θ = 20 in
+float32, 200 in float64) and keys down by the rest, and cuts the chunk into pieces wherever
+the decay inside one would exceed exp(θ) (see :func:`_vector_decay_weights`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
+                         one_blas_thread)
+
+# The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
+# [exp(-θ), 1], key factors in (0, 1]); and exponents below which exp is 0 in the dtype.
+_SPAN = {np.dtype(np.float32): 20.0, np.dtype(np.float64): 200.0}
+_EXP_FLOOR = {np.dtype(np.float32): -104.0, np.dtype(np.float64): -746.0}
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def _recurrent_kernel(q, k, v, g, kind, scale, state, out):
+    """The scan in one fused pass over S per token, state [B, d_k, d_v] updated in place.
+
+    g [B, N, w]: kind 0 no decay (g unread), 1 one decay per step (w = 1), 2 one per key (w = d_k).
+    S_r ← exp(g_r) S_r + k_r v,  o += scale q_r S_r, row r of S at a time.
+    """
+    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    one = v.dtype.type(1)
+    for b in prange(q.shape[0]):
+        s = state[b]  # [d_k, d_v]
+        for t in range(n):
+            o, v_t = out[b, t], v[b, t]
+            o[:] = 0
+            decay = np.exp(g[b, t, 0]) if kind == 1 else one
+            for r in range(d_k):
+                if kind == 2:
+                    decay = np.exp(g[b, t, r])
+                k_r, q_r = k[b, t, r], q[b, t, r] * scale
+                for c in range(d_v):
+                    s[r, c] = decay * s[r, c] + k_r * v_t[c]
+                    o[c] += q_r * s[r, c]
+
+
+@njit(cache=True, parallel=True)
+def _parallel_kernel(q, k, v, g, kind, scale, floor, initial, out):
+    """o_i = scale · (Σ_{j<=i} (Σ_r q_ir k_jr exp(G_ijr)) v_j + (q_i ⊙ exp(G_i,-1))ᵀ S_0), one
+    (sequence, query) pair per task, the N×N weights never stored.
+
+    G_ij = Σ_{l=j+1..i} g_l is summed directly, in float64, walking j down from i; once every
+    component is below ``floor`` (exp is 0 in the dtype) the older keys are skipped.
+    """
+    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    for task in prange(q.shape[0] * n):
+        b, i = task // n, task % n
+        o, q_i = out[b, i], q[b, i]
+        acc = np.zeros(d_v)
+        segment = np.zeros(g.shape[2])  # G_ij, one per decay channel
+        reached_start = True
+        for j in range(i, -1, -1):
+            weight = 0.0
+            for r in range(d_k):
+                weight += q_i[r] * k[b, j, r] * (np.exp(segment[r]) if kind == 2 else 1.0)
+            if kind == 1:
+                weight *= np.exp(segment[0])
+            for c in range(d_v):
+                acc[c] += weight * v[b, j, c]
+            if kind != 0:
+                segment += g[b, j]  # now G_i,j-1
+                if segment.max() < floor:
+                    reached_start = False
+                    break
+        if reached_start:  # the initial state, decayed by every step up to i
+            for r in range(d_k):
+                factor = q_i[r] * (np.exp(segment[r if kind == 2 else 0]) if kind != 0 else 1.0)
+                for c in range(d_v):
+                    acc[c] += factor * initial[b, r, c]
+        for c in range(d_v):
+            o[c] = scale * acc[c]
+
+
+@njit(cache=True, parallel=True)
+def _final_state_kernel(k, v, g, kind, floor, state):
+    """S_N = diag(exp(G_N,0)) S_0 + Σ_j (k_j ⊙ exp(G_N,j))ᵀ v_j in place, G summed from the end."""
+    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    for b in prange(k.shape[0]):
+        s = state[b]
+        total = np.zeros((d_k, d_v))
+        segment = np.zeros(g.shape[2])  # Σ_{l>j} g_l
+        reached_start = True
+        for j in range(n - 1, -1, -1):
+            for r in range(d_k):
+                factor = k[b, j, r] * (np.exp(segment[r if kind == 2 else 0]) if kind != 0 else 1.0)
+                for c in range(d_v):
+                    total[r, c] += factor * v[b, j, c]
+            if kind != 0:
+                segment += g[b, j]
+                if segment.max() < floor:
+                    reached_start = False
+                    break
+        for r in range(d_k):
+            decay = (np.exp(segment[r if kind == 2 else 0]) if kind != 0 else 1.0) if reached_start else 0.0
+            for c in range(d_v):
+                s[r, c] = decay * s[r, c] + total[r, c]
+
+
+@njit(cache=True, fastmath=_FAST)
+def _rows_times_exp(x, exponents, out, fast_exp, high, low):
+    """out[:n] = x ⊙ exp(exponents) for x [n, d], exponents a flat scratch holding n·d values <= 0
+    row by row (overwritten by their exp)."""
+    n, d = x.shape
+    _exp_nonpositive(exponents, n * d, fast_exp, high, low)
+    for i in range(n):
+        for r in range(d):
+            out[i, r] = x[i, r] * exponents[i * d + r]
+
+
+@njit(cache=True, fastmath=_FAST)
+def _scalar_decay_weights(cumulative, weights, scale, factors, fast_exp, high, low):
+    """weights[i, j] *= scale · exp(b_i − b_j) for j <= i: the chunk's decay mask, b [c]."""
+    c = weights.shape[0]
+    for i in range(c):
+        for j in range(c):
+            factors[i * c + j] = cumulative[i] - cumulative[j] if j <= i else 0
+    _exp_nonpositive(factors, c * c, fast_exp, high, low)
+    for i in range(c):
+        for j in range(i + 1):
+            weights[i, j] *= scale * factors[i * c + j]
+
+
+@njit(cache=True)
+def _piece_end(cumulative, p0, span):
+    """The end of the piece starting at row p0: rows are added while B_p0 − B_row <= span in
+    every channel (a decay of at most exp(span) inside the piece); at least one row."""
+    c, d_k = cumulative.shape
+    p1 = p0 + 1
+    while p1 < c:
+        for r in range(d_k):
+            if cumulative[p0, r] - cumulative[p1, r] > span:
+                return p1
+        p1 += 1
+    return p1
+
+
+@njit(cache=True, fastmath=_FAST)
+def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scaled, piece_scratch,
+                          exponents, fast_exp, high, low, blas):
+    """weights[i, j] = Σ_r q_ir k_jr exp(B_ir − B_jr) for j <= i, with B [c, d_k] the chunk's
+    cumulative log decays, as matrix products over pieces of the chunk. Leaves
+    K ⊙ exp(B_last − B) in k_scaled[:c] (what the state update needs).
+
+    For a piece of rows p0..p1 − 1 with its last row as reference, B_ir − B_jr = (B_ir − B_last,r)
+    + (B_last,r − B_jr): the key factor is <= 1 for every key up to the piece's end, and the query
+    factor lies in [1, exp(span)] while the piece spans a decay of at most exp(span). The query
+    side is computed as exp(· − span) and exp(span) put back after the product. A new piece
+    starts where the next row would exceed the span (a single row always fits), so one piece
+    covers the chunk unless the decay is strong.
+    """
+    c, d_k = k_c.shape
+    boost = np.exp(span)
+    p0 = 0
+    while p0 < c:
+        p1 = _piece_end(cumulative, p0, span)
+        last, rows = p1 - 1, p1 - p0
+        for i in range(rows):
+            for r in range(d_k):
+                exponents[i * d_k + r] = cumulative[p0 + i, r] - cumulative[last, r] - span
+        _rows_times_exp(q_c[p0:p1], exponents, q_scaled, fast_exp, high, low)
+        for j in range(p1):
+            for r in range(d_k):
+                exponents[j * d_k + r] = cumulative[last, r] - cumulative[j, r]
+        _rows_times_exp(k_c[:p1], exponents, k_scaled, fast_exp, high, low)
+        piece = piece_scratch[:rows * p1].reshape((rows, p1))
+        _gemm(q_scaled[:rows], k_scaled[:p1], piece, False, True, 0, blas)  # [rows, p1]
+        for i in range(rows):
+            for j in range(p0 + i + 1):
+                weights[p0 + i, j] = piece[i, j] * boost
+        p0 = p1
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state, out):
+    """The chunkwise form: per chunk of c tokens, with b (or B) the cumulative log decay inside it,
+
+        W = (Q Kᵀ) ⊙ [exp(b_i − b_j)] (kind 1) or [Σ_r q_ir k_jr exp(B_ir − B_jr)] (kind 2)   [c, c]
+        O_c = scale · (tril(W) V_c + (Q ⊙ exp(b)) S)          inside the chunk + before it
+        S ← diag(exp(b_last)) S + (K ⊙ exp(b_last − b))ᵀ V_c     carry the chunk into the state
+
+    q, k [B, N, d_k], v [B, N, d_v], g [B, N, w]; kind 0 no decay, 1 scalar (w = 1), 2 vector
+    (w = d_k). state [B, d_k, d_v] goes in as S_0 and comes out as S_N; out [B, N, d_v].
+    """
+    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    dtype = v.dtype
+    for b in prange(q.shape[0]):
+        blas = _blas_arguments(dtype)
+        s = state[b]  # [d_k, d_v]
+        weights_scratch = np.empty(chunk_size * chunk_size, dtype)
+        piece_scratch = np.empty(chunk_size * chunk_size, dtype)
+        q_scaled, k_scaled = np.empty((chunk_size, d_k), dtype), np.empty((chunk_size, d_k), dtype)
+        cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
+        size = chunk_size * max(d_k, chunk_size)
+        exponents = np.empty(size, dtype)
+        high, low = np.empty(size, np.int32), np.empty(size, np.int32)
+        for start in range(0, n, chunk_size):
+            stop = min(start + chunk_size, n)
+            c = stop - start
+            q_c, k_c, v_c, out_c = q[b, start:stop], k[b, start:stop], v[b, start:stop], out[b, start:stop]
+            weights = weights_scratch[:c * c].reshape((c, c))
+            for i in range(c):
+                for r in range(g.shape[2] if kind != 0 else 0):
+                    cumulative[i, r] = g[b, start + i, r] + (cumulative[i - 1, r] if i > 0 else 0)
+            if kind == 2:
+                _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled,
+                                      piece_scratch, exponents, fast_exp, high, low, blas)
+            else:
+                _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q_c K_cᵀ
+            if kind == 1:
+                _scalar_decay_weights(cumulative[:c, 0], weights, scale, exponents, fast_exp, high, low)
+            else:
+                for i in range(c):
+                    for j in range(i + 1):
+                        weights[i, j] *= scale
+            out_c[:] = v_c
+            _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
+            for i in range(c):
+                for r in range(d_k):
+                    exponents[i * d_k + r] = cumulative[i, r if kind == 2 else 0] if kind != 0 else 0
+            _rows_times_exp(q_c, exponents, q_scaled, fast_exp, high, low)  # Q ⊙ exp(b)
+            for i in range(c):
+                for r in range(d_k):
+                    q_scaled[i, r] *= scale
+            _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
+            if kind == 0:
+                _gemm(k_c, v_c, s, True, False, 1, blas)  # carry the chunk into the state
+                continue
+            for r in range(d_k):
+                exponents[r] = cumulative[c - 1, r if kind == 2 else 0]
+            _exp_nonpositive(exponents, d_k, fast_exp, high, low)  # exp(b_last)
+            for r in range(d_k):
+                for col in range(d_v):
+                    s[r, col] *= exponents[r]
+            if kind == 1:  # (kind 2 left K ⊙ exp(B_last − B) in k_scaled)
+                for j in range(c):
+                    for r in range(d_k):
+                        exponents[j * d_k + r] = cumulative[c - 1, 0] - cumulative[j, 0]
+                _rows_times_exp(k_c, exponents, k_scaled, fast_exp, high, low)
+            _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # carry the chunk into the state
+
+
+def _flatten(x: np.ndarray, trailing: int, dtype: np.dtype) -> np.ndarray:
+    """[..., *trailing axes] -> [B, *trailing axes], C-contiguous in ``dtype``."""
+    return np.ascontiguousarray(x.reshape((-1,) + x.shape[x.ndim - trailing:]), dtype=dtype)
+
+
+def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.ndarray | None,
+                   initial_state: np.ndarray | None) -> tuple:
+    """The kernels' arguments: q, k, v [B, N, ·]; g [B, N, w] and its kind (0: None, g empty;
+    1: one decay per step, w = 1; 2: one per key, w = d_k); a fresh state [B, d_k, d_v] (S_0,
+    zeros for None); an empty output [B, N, d_v]; and ``unflatten(o, s)``, which puts the
+    leading axes back."""
+    lead, dtype = v.shape[:-2], v.dtype
+    n, d_k, d_v = k.shape[-2], k.shape[-1], v.shape[-1]
+    flat_q, flat_k, flat_v = (_flatten(x, 2, dtype) for x in (q, k, v))
+    batch = flat_v.shape[0]
+    if log_decay is None:
+        kind, g = 0, np.zeros((batch, 0, 1), dtype)
+    elif log_decay.ndim == q.ndim:  # [..., N, d_k]
+        kind, g = 2, _flatten(log_decay, 2, dtype)
+    else:  # [..., N]
+        kind, g = 1, _flatten(log_decay[..., None], 2, dtype)
+    if initial_state is None:
+        state = np.zeros((batch, d_k, d_v), dtype)
+    else:
+        state = np.array(initial_state.reshape((batch, d_k, d_v)), dtype=dtype)  # a copy: updated in place
+    out = np.empty((batch, n, d_v), dtype)
+
+    def unflatten(o: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return o.reshape(lead + (n, d_v)), s.reshape(lead + (d_k, d_v))
+    return flat_q, flat_k, flat_v, g, kind, state, out, unflatten
+
+
+def recurrent_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                                     log_decay: np.ndarray | None, scale: float,
+                                     initial_state: np.ndarray | None = None,
+                                     chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The scan, one fused pass over the state per token: (o [..., N, d_v], S_N [..., d_k, d_v])."""
+    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
+    _recurrent_kernel(q, k, v, g, kind, v.dtype.type(scale), state, out)
+    return unflatten(out, state)
+
+
+def parallel_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                                    log_decay: np.ndarray | None, scale: float,
+                                    initial_state: np.ndarray | None = None,
+                                    chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The masked N×N form, one query per task, weights made on the fly: (o, S_N)."""
+    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
+    floor = _EXP_FLOOR[v.dtype]
+    _parallel_kernel(q, k, v, g, kind, float(scale), floor, state, out)
+    _final_state_kernel(k, v, g, kind, floor, state)
+    return unflatten(out, state)
+
+
+def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                                     log_decay: np.ndarray | None, scale: float,
+                                     initial_state: np.ndarray | None = None,
+                                     chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N)."""
+    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
+    dtype = v.dtype
+    with one_blas_thread():
+        _chunkwise_kernel(q, k, v, g, kind, dtype.type(scale), int(chunk_size), dtype.type(_SPAN[dtype]),
+                          dtype == np.float32, state, out)
+    return unflatten(out, state)
+
+
+GATED_FORMS = {
+    "recurrent": recurrent_gated_linear_attention,
+    "parallel": parallel_gated_linear_attention,
+    "chunkwise": chunkwise_gated_linear_attention,
+}
