@@ -31,7 +31,7 @@ def grid_points(explorer, limit=4):
 
 def test_catalog_holds_every_required_explorer():
     required = {"state_size", "rank", "sharpness", "feature_maps", "recurrence",
-                "worked_example", "decay", "scaling"}
+                "worked_example", "decay", "scaling", "gates"}
     missing = required - set(explorers.CATALOG)
     assert not missing or missing == required - set(NAMES), missing
 

@@ -11,9 +11,11 @@ from .delta import delta_rule, ut_transform
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
                            identity_feature_map, relu_feature_map)
 from .gated import decay_mask, gated_linear_attention, segment_sums
+from .gradients import gated_linear_attention_vjp
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
                      quadratic_linear_attention, recurrent_linear_attention)
 from .retention import decay_matrix, retention
+from .scan import associative_scan, scan_costs
 from .softmax import softmax_attention, softmax_attention_weights
 from .ssm import diagonal_ssm, selective_ssm, selective_ssm_gates, ssm_mixing_matrix, ssm_scan
 from .state import LinearAttentionState, SoftmaxKVCache
@@ -27,6 +29,7 @@ __all__ = [
     "SoftmaxKVCache",
     "TrigonometricFeatures",
     "attention_cost",
+    "associative_scan",
     "available_backends",
     "chunkwise_linear_attention",
     "decay_mask",
@@ -38,6 +41,7 @@ __all__ = [
     "elu_plus_one",
     "exp_kernel",
     "gated_linear_attention",
+    "gated_linear_attention_vjp",
     "identity_feature_map",
     "linear_attention",
     "numerical_rank",
@@ -48,6 +52,7 @@ __all__ = [
     "relu_feature_map",
     "retention",
     "row_entropy",
+    "scan_costs",
     "segment_sums",
     "selective_ssm",
     "selective_ssm_gates",

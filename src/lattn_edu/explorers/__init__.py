@@ -6,6 +6,7 @@
 from .base import Explorer, ImpossibleSetting
 from .decay import DecayExplorer
 from .feature_maps import FeatureMapsExplorer
+from .gates import GatesExplorer
 from .kernels import KernelsExplorer
 from .rank import RankExplorer
 from .recurrence import RecurrenceExplorer
@@ -16,8 +17,9 @@ from .worked_example import WorkedExampleExplorer
 
 CATALOG = {cls.name: cls for cls in (StateSizeExplorer, KernelsExplorer, RankExplorer,
                                      SharpnessExplorer, FeatureMapsExplorer, RecurrenceExplorer,
-                                     WorkedExampleExplorer, DecayExplorer, ScalingExplorer)}
+                                     WorkedExampleExplorer, DecayExplorer, ScalingExplorer,
+                                     GatesExplorer)}
 
-__all__ = ["CATALOG", "Explorer", "FeatureMapsExplorer", "ImpossibleSetting", "KernelsExplorer",
+__all__ = ["CATALOG", "Explorer", "FeatureMapsExplorer", "GatesExplorer", "ImpossibleSetting", "KernelsExplorer",
            "RankExplorer", "SharpnessExplorer", "StateSizeExplorer", "DecayExplorer",
            "RecurrenceExplorer", "ScalingExplorer", "WorkedExampleExplorer"]

@@ -1,0 +1,95 @@
+"""Part II exercises (chapters 11 and 12): each accepts its solution and rejects the mistakes a
+student is likely to make, not only perturbed numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lattn_edu import exercises
+from lattn_edu.exercises import ExerciseFailed, ch11, ch12
+
+PART2 = sorted(i for i in exercises.CATALOG if i.startswith(("ch11.", "ch12.")))
+
+
+def test_part2_has_the_exercises_the_issue_asks_for():
+    assert {"ch11.decay_mask", "ch11.chunk_step", "ch11.combine", "ch11.doubling_combines",
+            "ch12.recurrent_backward", "ch12.causal_dq", "ch12.log_decay_gradient"} <= set(PART2)
+
+
+@pytest.mark.parametrize("exercise_id", PART2)
+def test_accepts_its_solution(exercise_id):
+    exercise = exercises.CATALOG[exercise_id]
+    exercise.check(exercise.solution)
+
+
+@pytest.mark.parametrize("exercise_id", [i for i in PART2 if exercises.CATALOG[i].kind == "code"])
+def test_rejects_a_perturbed_answer(exercise_id):
+    solution = exercises.CATALOG[exercise_id].solution
+
+    def perturbed(**kwargs):
+        result = solution(**kwargs)
+        parts = result if isinstance(result, tuple) else (result,)
+        moved = tuple(np.asarray(p, dtype=np.float64) * (1 + 1e-3) + 1e-3 for p in parts)
+        return moved if isinstance(result, tuple) else moved[0]
+
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG[exercise_id].check(perturbed)
+
+
+def test_decay_mask_by_cumulative_products_is_rejected():
+    def by_products(log_decay):  # Π_{l<=i} a_l / Π_{l<=j} a_l: 0/0 once the products underflow
+        prefix = np.cumprod(np.exp(log_decay))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.tril(prefix[:, None] / prefix[None, :])
+
+    with pytest.raises(ExerciseFailed, match="NaN or inf"):
+        exercises.CATALOG["ch11.decay_mask"].check(by_products)
+
+
+def test_chunk_step_without_the_carried_state_is_rejected():
+    def forgets_the_state(q, k, v, log_decay, state):
+        out, after = ch11.solution_chunk_step(q, k, v, log_decay, np.zeros_like(state))
+        return out, after
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch11.chunk_step"].check(forgets_the_state)
+
+
+def test_combine_in_the_wrong_order_is_rejected():
+    def backwards(first, second):
+        (a, x), (b, y) = first, second
+        return a * b, a * y + x  # applies second, then first
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch11.combine"].check(backwards)
+
+
+@pytest.mark.parametrize("answer", [1000 * 10, 1000 * 9, 2 * 1000], ids=["N-log-N", "N-rounds", "2N"])
+def test_doubling_count_rejects_the_rough_estimates(answer):
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch11.doubling_combines"].check(answer)
+
+
+def test_recurrent_backward_that_decays_with_the_current_step_is_rejected():
+    def off_by_one(q, k, v, log_decay, grad_o):  # uses a_t instead of a_{t+1} in the reverse scan
+        return ch12.solution_recurrent_backward(q, k, v, np.roll(log_decay, 1), grad_o)
+
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch12.recurrent_backward"].check(off_by_one)
+
+
+def test_causal_dq_that_sees_the_future_is_rejected():
+    def full_sum(q, k, v, grad_o):
+        return grad_o @ (k.T @ v).T  # S_N for every i: not causal
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch12.causal_dq"].check(full_sum)
+
+
+def test_log_decay_gradient_as_a_forward_sum_is_rejected():
+    def forward_sum(q, k, dq, dk):
+        return np.cumsum((q * dq - k * dk).sum(-1))
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch12.log_decay_gradient"].check(forward_sum)
