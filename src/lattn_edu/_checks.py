@@ -222,22 +222,29 @@ def check_per_step(x: Any, name: str, q: Any, widths: tuple[str, ...], valid: st
     return x.expand(target) if is_torch_tensor(x) else np.broadcast_to(x, target)
 
 
+def extreme(x: Any, which: str) -> float:
+    """x.max() or x.min() as a Python float, for numpy arrays and (detached) torch tensors."""
+    x = x.detach() if is_torch_tensor(x) else x
+    return float(x.max() if which == "max" else x.min())
+
+
 def check_log_decay(log_decay: Any, q: Any, vector: bool = True) -> Any:
     """Log decays g <= 0 (decay exp(g) in (0, 1]) per step: [..., N], or [..., N, d_k] if allowed."""
     if log_decay is None:
         return None
     widths = ("scalar", "vector") if vector else ("scalar",)
     log_decay = check_per_step(log_decay, "log_decay", q, widths, "log decay g <= 0")
-    if float(log_decay.max()) > 0:
+    largest = extreme(log_decay, "max")
+    if largest > 0:
         raise ValueError(f"log_decay must be <= 0 (a decay exp(g) in (0, 1]); got a largest value "
-                         f"of {float(log_decay.max())}")
+                         f"of {largest}")
     return log_decay
 
 
 def check_beta(beta: Any, q: Any) -> Any:
     """Delta-rule step sizes β in [0, 2], one per step: [..., N]."""
     beta = check_per_step(beta, "beta", q, ("scalar",), "step size in [0, 2]")
-    low, high = float(beta.min()), float(beta.max())
+    low, high = extreme(beta, "min"), extreme(beta, "max")
     if low < 0 or high > 2:
         raise ValueError(f"beta must lie in [0, 2] (with unit-norm keys, I - β k kᵀ then never "
                          f"amplifies the state); got values in [{low}, {high}]")
