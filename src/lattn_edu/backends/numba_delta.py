@@ -125,10 +125,10 @@ def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, fast_exp, st
 
 
 def _flatten_steps(x: np.ndarray | None, batch: int, n: int, dtype: np.dtype) -> np.ndarray:
-    """A per-step array [..., N] as [B, N] (C-contiguous in ``dtype``); None as an empty [B, 0]."""
+    """A per-step array [..., N] as [B, N] (C-contiguous, writeable, ``dtype``); None as an empty [B, 0]."""
     if x is None:
         return np.zeros((batch, 0), dtype)
-    return np.ascontiguousarray(x.reshape(batch, n), dtype=dtype)
+    return np.require(x.reshape(batch, n), dtype=dtype, requirements="CW")
 
 
 def recurrent_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,

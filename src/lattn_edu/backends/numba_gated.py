@@ -236,34 +236,42 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state
                         weights[i, j] *= scale
             out_c[:] = v_c
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            for i in range(c):
-                for r in range(d_k):
-                    exponents[i * d_k + r] = cumulative[i, r if kind == 2 else 0] if kind != 0 else 0
-            _rows_times_exp(q_c, exponents, q_scaled, fast_exp, high, low)  # Q ⊙ exp(b)
-            for i in range(c):
-                for r in range(d_k):
-                    q_scaled[i, r] *= scale
+            _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
             _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
             if kind == 0:
                 _gemm(k_c, v_c, s, True, False, 1, blas)  # carry the chunk into the state
                 continue
-            for r in range(d_k):
-                exponents[r] = cumulative[c - 1, r if kind == 2 else 0]
-            _exp_nonpositive(exponents, d_k, fast_exp, high, low)  # exp(b_last)
-            for r in range(d_k):
+            for r in range(d_k):  # S ← diag(exp(b_last)) S
+                decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
                 for col in range(d_v):
-                    s[r, col] *= exponents[r]
-            if kind == 1:  # (kind 2 left K ⊙ exp(B_last − B) in k_scaled)
+                    s[r, col] *= decay
+            if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
                 for j in range(c):
                     for r in range(d_k):
-                        exponents[j * d_k + r] = cumulative[c - 1, 0] - cumulative[j, 0]
-                _rows_times_exp(k_c, exponents, k_scaled, fast_exp, high, low)
-            _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # carry the chunk into the state
+                        k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
+            _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # + the chunk
+
+
+@njit(cache=True, fastmath=_FAST)
+def _decayed_queries(q_c, cumulative, kind, scale, out, exponents, fast_exp, high, low):
+    """out[:c] = scale · Q ⊙ exp(b): the queries decayed back to the chunk's start (one factor per
+    row for kind 1, per entry for kind 2; none for kind 0). exponents is overwritten for kind 2."""
+    c, d_k = q_c.shape
+    if kind == 2:
+        for i in range(c):
+            for r in range(d_k):
+                exponents[i * d_k + r] = cumulative[i, r]
+        _rows_times_exp(q_c, exponents, out, fast_exp, high, low)
+    for i in range(c):
+        factor = scale * np.exp(cumulative[i, 0]) if kind == 1 else scale
+        for r in range(d_k):
+            out[i, r] = (out[i, r] if kind == 2 else q_c[i, r]) * factor
 
 
 def _flatten(x: np.ndarray, trailing: int, dtype: np.dtype) -> np.ndarray:
-    """[..., *trailing axes] -> [B, *trailing axes], C-contiguous in ``dtype``."""
-    return np.ascontiguousarray(x.reshape((-1,) + x.shape[x.ndim - trailing:]), dtype=dtype)
+    """[..., *trailing axes] -> [B, *trailing axes], C-contiguous and writeable in ``dtype``
+    (numba compiles read-only arrays, such as broadcast views, as a type of their own)."""
+    return np.require(x.reshape((-1,) + x.shape[x.ndim - trailing:]), dtype=dtype, requirements="CW")
 
 
 def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.ndarray | None,
