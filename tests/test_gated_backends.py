@@ -74,7 +74,7 @@ shapes = st.fixed_dictionaries({
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@given(shape=shapes, decay=st.sampled_from(DECAYS), form=st.sampled_from(("parallel", "chunkwise")))
+@given(shape=shapes, decay=st.sampled_from(DECAYS), form=st.sampled_from(GATED_FORMS))
 def test_gated_forms_agree_with_the_scan_for_any_shape(backend, shape, decay, form):
     """N not a multiple of the chunk, N = 1, chunk 1, d_k != d_v, no or many leading axes."""
     rng = np.random.default_rng(shape["seed"])

@@ -32,28 +32,33 @@ _SPAN = {np.dtype(np.float32): 20.0, np.dtype(np.float64): 200.0}
 _EXP_FLOOR = {np.dtype(np.float32): -104.0, np.dtype(np.float64): -746.0}
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def _recurrent_kernel(q, k, v, g, kind, scale, state, out):
-    """The scan in one fused pass over S per token, state [B, d_k, d_v] updated in place.
+@njit(cache=True, fastmath=_FAST)
+def _recurrent_sequence(q, k, v, g, kind, scale, s, out):
+    """The scan of one sequence in one fused pass over S per token, s [d_k, d_v] updated in place.
 
-    g [B, N, w]: kind 0 no decay (g unread), 1 one decay per step (w = 1), 2 one per key (w = d_k).
-    S_r ← exp(g_r) S_r + k_r v,  o += scale q_r S_r, row r of S at a time.
+    q, k [N, d_k], v [N, d_v], g [N, w]: kind 0 no decay (g unread), 1 one decay per step
+    (w = 1), 2 one per key (w = d_k). S_r ← exp(g_r) S_r + k_r v,  o += scale q_r S_r.
     """
-    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    n, d_k, d_v = k.shape[0], k.shape[1], v.shape[1]
     one = v.dtype.type(1)
+    for t in range(n):
+        o, v_t = out[t], v[t]
+        o[:] = 0
+        decay = np.exp(g[t, 0]) if kind == 1 else one
+        for r in range(d_k):
+            if kind == 2:
+                decay = np.exp(g[t, r])
+            k_r, q_r = k[t, r], q[t, r] * scale
+            for c in range(d_v):
+                s[r, c] = decay * s[r, c] + k_r * v_t[c]
+                o[c] += q_r * s[r, c]
+
+
+@njit(cache=True, parallel=True)
+def _recurrent_kernel(q, k, v, g, kind, scale, state, out):
+    """The scan of B sequences [B, N, ·], shared among the threads."""
     for b in prange(q.shape[0]):
-        s = state[b]  # [d_k, d_v]
-        for t in range(n):
-            o, v_t = out[b, t], v[b, t]
-            o[:] = 0
-            decay = np.exp(g[b, t, 0]) if kind == 1 else one
-            for r in range(d_k):
-                if kind == 2:
-                    decay = np.exp(g[b, t, r])
-                k_r, q_r = k[b, t, r], q[b, t, r] * scale
-                for c in range(d_v):
-                    s[r, c] = decay * s[r, c] + k_r * v_t[c]
-                    o[c] += q_r * s[r, c]
+        _recurrent_sequence(q[b], k[b], v[b], g[b], kind, scale, state[b], out[b])
 
 
 @njit(cache=True, parallel=True)
@@ -307,7 +312,11 @@ def recurrent_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray
                                      chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The scan, one fused pass over the state per token: (o [..., N, d_v], S_N [..., d_k, d_v])."""
     q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
-    _recurrent_kernel(q, k, v, g, kind, v.dtype.type(scale), state, out)
+    arguments = (q, k, v, g, kind, v.dtype.type(scale), state, out)
+    if q.shape[0] == 1:  # one sequence (a decoding step): waking threads would cost more than the work
+        _recurrent_sequence(*(x[0] if isinstance(x, np.ndarray) else x for x in arguments))
+    else:
+        _recurrent_kernel(*arguments)
     return unflatten(out, state)
 
 
