@@ -37,7 +37,8 @@ def available_backends() -> tuple[str, ...]:
 def get_backend(name: str) -> ModuleType:
     """The backend module for ``name``; ``ImportError`` naming the install command if missing."""
     check_choice(name, "backend", BACKENDS)
-    if name not in available_backends():
+    # Only the engine asked for: looking for a missing one searches the whole path, every call.
+    if name != "numpy" and importlib.util.find_spec(name) is None:
         raise ImportError(f"backend={name!r} needs the {name} package, which is not installed; "
                           f"install it with: {_INSTALL[name]}")
     return importlib.import_module(f"{__name__}.{_MODULES[name]}")
