@@ -506,6 +506,8 @@ def test_orthogonal_favor_plus_mse_falls_as_one_over_m():
 # ---------------------------------------------------------------- rescaling is exact and causal
 
 def test_causal_favor_plus_output_does_not_depend_on_future_keys(rng):
+    """Exactly causal, also with eps > 0: the guard is measured against the largest key feature
+    query i can see, never against a later key."""
     d, n = 16, 101
     fp = la.FavorPlus(d, 63, seed=3)
     q, k, v = rng.standard_normal((n, d)) * d**-0.25, rng.standard_normal((n, d)) * d**-0.25, rng.standard_normal((n, 5))
@@ -513,21 +515,55 @@ def test_causal_favor_plus_output_does_not_depend_on_future_keys(rng):
     w = fp.projection[np.argmax(np.linalg.norm(fp.projection, axis=1))]
     # edit the last key only: point it along a projection row, no longer than the longest key
     k_edited[-1] = w / np.linalg.norm(w) * np.linalg.norm(k, axis=1).max()
-    before = la.linear_attention(q, k, v, feature_map=fp, causal=True)
-    after = la.linear_attention(q, k_edited, v, feature_map=fp, causal=True)
-    assert_close(after[:-1], before[:-1], what="outputs at i < N-1 after editing key N-1")
-
+    for eps in (0.0, 1e-6, 1e-2):
+        before = la.linear_attention(q, k, v, feature_map=fp, causal=True, eps=eps)
+        after = la.linear_attention(q, k_edited, v, feature_map=fp, causal=True, eps=eps)
+        assert_close(after[:-1], before[:-1], what=f"outputs at i < N-1 after editing key N-1, eps={eps}")
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_favor_plus_attention_follows_the_contract_with_default_eps(causal, rng):
-    """o_i = φ(q_i)ᵀS / (φ(q_i)ᵀz + eps) with φ = the FavorPlus object, default eps = 1e-6."""
+    """o_i = φ̃(q_i)ᵀS̃ / (φ̃(q_i)ᵀz̃ + eps_i) with φ̃ the rescaled features and eps_i = eps
+    (causal: eps times the visible keys' largest feature over the sequence's); eps = 0 gives
+    the plain definition with φ itself."""
     d, n = 5, 63
     fp = la.FavorPlus(d, 13, seed=7)
     q, k, v = (rng.standard_normal((2, n, d)) * d**-0.25, rng.standard_normal((2, n, d)) * d**-0.25,
                rng.standard_normal((2, n, 3)))
+    phi_q, phi_k, _ = fp.rescaled_features(q, k)
+    guard = 1e-6 * fp.visible_key_scale(k) if causal else 1e-6
     out = la.linear_attention(q, k, v, feature_map=fp, causal=causal)
-    assert_close(out, quadratic_reference(fp(q), fp(k), v, causal, eps=1e-6), what="FAVOR+ vs its definition")
+    assert_close(out, quadratic_reference(phi_q, phi_k, v, causal, eps=guard), what="FAVOR+ vs its definition")
+    exact = la.linear_attention(q, k, v, feature_map=fp, causal=causal, eps=0.0)
+    assert_close(exact, quadratic_reference(fp(q), fp(k), v, causal, eps=0.0), what="FAVOR+, eps = 0")
+
+
+class ScaledFavorPlus(la.FavorPlus):
+    """FAVOR+ with every feature multiplied by exp(log_factor): the same kernel up to a constant."""
+
+    def __init__(self, *args, log_factor=0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log_factor = log_factor
+
+    def log_features(self, x):
+        return super().log_features(x) + self.log_factor
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("sigma", [1.0, 3.0, 4.0, 8.0])
+def test_favor_plus_output_ignores_constant_factors_and_does_not_collapse(sigma, causal, rng):
+    """At d = 64 and q, k ~ N(0, σ²) the true denominators fall far below eps = 1e-6. Adding eps
+    to the unscaled denominator drove the output to 0 (mean |o| 1e-13 at σ = 4) and made it
+    depend on any constant factor in φ. The guard now lives in the rescaled units."""
+    d, n = 64, 97
+    q, k = rng.standard_normal((2, n, d)) * sigma
+    v = rng.standard_normal((n, 8))
+    outputs = [la.linear_attention(q, k, v, causal=causal,
+                                   feature_map=ScaledFavorPlus(d, 64, seed=0, log_factor=shift))
+               for shift in (0.0, -40.0, 40.0)]
+    for shifted in outputs[1:]:
+        assert_close(shifted, outputs[0], what=f"features times a constant, sigma={sigma}")
+    assert np.abs(outputs[0]).mean() > 0.01, f"output collapsed: mean |o| = {np.abs(outputs[0]).mean():.3g}"
 
 
 # ---------------------------------------------------------------- seed validation

@@ -231,3 +231,37 @@ def test_torch_parameters_are_tensors_too():
     out = la.linear_attention(q, q.detach(), q.detach(), backend="torch")
     out.sum().backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("form", ["quadratic", "parallel", "recurrent", "chunkwise"])
+def test_state_out_and_back_in_equals_one_call(form, causal, rng):
+    """Split anywhere, carry (S, z): the outputs of one call over the whole sequence (causal);
+    non-causal, the state after all keys is the same however the keys were split."""
+    q, k, v = rng.standard_normal((3, 2, 47, 5))
+    whole, (s_whole, z_whole) = la.linear_attention(q, k, v, causal=causal, form=form, chunk_size=6,
+                                                    return_state=True)
+    assert_close(whole, la.linear_attention(q, k, v, causal=causal, form=form, chunk_size=6))
+    phi_k = la.elu_plus_one(k)
+    assert_close(s_whole, phi_k.swapaxes(-1, -2) @ v, what="S")
+    assert_close(z_whole, phi_k.sum(-2), what="z")
+    for cut in (1, 23, 46):
+        first, state = la.linear_attention(q[:, :cut], k[:, :cut], v[:, :cut], causal=causal, form=form,
+                                           chunk_size=6, return_state=True)
+        second, (s_end, _) = la.linear_attention(q[:, cut:], k[:, cut:], v[:, cut:], causal=causal, form=form,
+                                                 chunk_size=6, initial_state=state, return_state=True)
+        assert_close(s_end, s_whole, what=f"S after the cut at {cut}")
+        if causal:
+            assert_close(np.concatenate([first, second], -2), whole, what=f"outputs, cut at {cut}")
+
+
+@pytest.mark.parametrize("state,error,message", [
+    ("S", TypeError, "initial_state must be a pair"),
+    ((np.zeros((2, 5, 3)), np.zeros((2, 5))), ValueError, r"initial_state S must have shape \[2, 5, 5\]"),
+    ((np.zeros((2, 5, 5)), np.zeros((2, 4))), ValueError, r"initial_state z must have shape \[2, 5\]"),
+    ((np.zeros((2, 5, 5), np.float32), np.zeros((2, 5))), TypeError, "dtype"),
+], ids=["not a pair", "S shape", "z shape", "S dtype"])
+def test_bad_initial_state_is_named(state, error, message, rng):
+    q = rng.standard_normal((2, 7, 5))
+    with pytest.raises(error, match=message):
+        la.linear_attention(q, q, q, causal=True, initial_state=state)

@@ -60,12 +60,13 @@ def test_taylor_features_give_the_second_order_exp_kernel(rng):
     assert_close(phi_q @ phi_k.T, 1 + scores + scores ** 2 / 2, what="Taylor kernel")
 
 
-def test_torch_retention_matches_the_numpy_reference(rng):
-    q, k, v = (rng.standard_normal((2, 3, 37, 5)) for _ in range(3))
-    gammas = np.array([0.5, 0.9, 0.99])
-    reference = la.retention(q, k, v, gammas, form="recurrent")
-    out = recall.retention_torch(*(torch.from_numpy(x) for x in (q, k, v)), gammas)
-    assert_close(out, reference, what="retention_torch")
+def test_retention_mixer_is_retention_then_a_per_head_norm(rng):
+    mixer = recall.RetentionMixer(d_model=12, num_heads=3).double()
+    q, k, v = (rng.standard_normal((2, 3, 37, 4)) for _ in range(3))
+    retained = la.retention(q * 4 ** -0.5, k, v, mixer.gammas, form="recurrent")  # [B, H, N, d_head]
+    mean, var = retained.mean(-1, keepdims=True), retained.var(-1, keepdims=True)
+    out = mixer.mix(*(torch.from_numpy(x) for x in (q, k, v)))
+    assert_close(out, (retained - mean) / np.sqrt(var + 1e-5), what="RetentionMixer.mix")
 
 
 @pytest.mark.parametrize("name", MODELS)

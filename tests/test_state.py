@@ -101,3 +101,31 @@ def test_constructor_bad_input():
         la.LinearAttentionState(2, 2, dtype=np.int32)
     with pytest.raises(ValueError, match="at least one cached token"):
         la.SoftmaxKVCache(2, 2).read([1.0, 0.0])
+
+
+def test_state_continues_from_linear_attention_over_a_prompt(rng):
+    q, k, v = rng.standard_normal((3, 30, 4))
+    prompt, state = la.linear_attention(q[:20], k[:20], v[:20], causal=True, return_state=True)
+    decoder = la.LinearAttentionState(4, 4, initial_state=state)
+    steps = [decoder.step(la.elu_plus_one(q[i]), la.elu_plus_one(k[i]), v[i]) for i in range(20, 30)]
+    assert_close(np.array(steps), la.linear_attention(q, k, v, causal=True)[20:])
+    s, z = decoder.state
+    assert_close(s, la.elu_plus_one(k).T @ v)
+    s[...] = 0  # a copy: the decoder's own state is untouched
+    assert np.abs(decoder.S).max() > 0
+
+
+@pytest.mark.parametrize("case", ["read before any update", "zero denominator", "overflow"])
+def test_read_refuses_nan_instead_of_warning(case):
+    state = la.LinearAttentionState(2, 2, eps=0.0)
+    if case == "zero denominator":
+        state.update([1.0, 0.0], [1.0, 1.0])
+        with pytest.raises(ValueError, match="denominator"):
+            state.read([0.0, 1.0])
+    elif case == "read before any update":
+        with pytest.raises(ValueError, match="before any update"):
+            state.read([1.0, 1.0])
+    else:
+        with pytest.raises(ValueError, match="overflow"):
+            state.update(np.array([1e200, 1e200]), np.array([1e200, 1.0]))
+        assert state.num_tokens == 0 and not state.S.any()

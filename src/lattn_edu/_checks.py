@@ -20,6 +20,15 @@ def is_torch_tensor(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
+def array_namespace(x: Any) -> Any:
+    """numpy, or torch for a tensor: code that uses only names both share runs on either."""
+    if is_torch_tensor(x):
+        import torch
+
+        return torch
+    return np
+
+
 def dtype_name(x: Any) -> str:
     """'float32', 'int64', ... for numpy arrays and torch tensors alike."""
     if is_torch_tensor(x):
@@ -239,9 +248,13 @@ def check_initial_state(state: Any, q: Any, v: Any, name: str = "initial_state")
     """A state [..., d_k, d_v] with q's leading axes, kind and dtype; None passes."""
     if state is None:
         return None
-    state = _match_kind(state, name, q)
-    shape = tuple(q.shape[:-2]) + (q.shape[-1], v.shape[-1])
-    if tuple(state.shape) != shape:
-        raise ValueError(f"{name} must have shape {list(shape)} ([..., d_k, d_v]); "
-                         f"got {list(state.shape)}")
-    return state
+    return check_state_part(state, name, q, tuple(q.shape[:-2]) + (q.shape[-1], v.shape[-1]),
+                            "[..., d_k, d_v]")
+
+
+def check_state_part(x: Any, name: str, like: Any, shape: tuple[int, ...], layout: str) -> Any:
+    """``x`` of exactly ``shape``, with ``like``'s kind (numpy or torch) and dtype, finite."""
+    x = _match_kind(x, name, like)
+    if tuple(x.shape) != shape:
+        raise ValueError(f"{name} must have shape {list(shape)} ({layout}); got {list(x.shape)}")
+    return x

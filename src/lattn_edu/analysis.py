@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import (as_float_array, check_bool, check_finite, check_nonnegative_float,
                       check_positive_int, check_qk, is_torch_tensor)
-from .feature_maps import apply_feature_maps, guard_for, resolve_feature_map
+from .feature_maps import apply_feature_maps
 
 
 def effective_attention_matrix(q: Any, k: Any, feature_map: Any = "elu+1", causal: bool = False,
@@ -32,11 +32,11 @@ def effective_attention_matrix(q: Any, k: Any, feature_map: Any = "elu+1", causa
     q, k = check_qk(q, k, causal)
     if is_torch_tensor(q):
         raise TypeError("effective_attention_matrix takes numpy arrays; got torch.Tensor")
-    phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
+    phi_q, phi_k, guard = apply_feature_maps(feature_map, q, k, eps=eps, causal=causal)
     weights = phi_q @ phi_k.swapaxes(-1, -2)  # [..., N_q, N]
     if causal:
         weights = np.tril(weights)
-    denominator = weights.sum(-1, keepdims=True) + guard_for(eps, log_scale)  # [..., N_q, 1]
+    denominator = weights.sum(-1, keepdims=True) + guard  # [..., N_q, 1]
     if (denominator == 0).any():
         rows = np.argwhere(denominator[..., 0] == 0)[:3].tolist()
         raise ValueError(f"a row of weights sums to 0 and eps=0 (rows {rows}...): its normalised "
@@ -108,8 +108,7 @@ def denominator_drift(q: Any, k: Any, feature_map: Any = "elu+1") -> np.ndarray:
     q, k = check_qk(q, k, causal=True)
     if is_torch_tensor(q):
         raise TypeError("denominator_drift takes numpy arrays; got torch.Tensor")
-    phi = resolve_feature_map(feature_map)
-    phi_q, phi_k, _ = apply_feature_maps(lambda x: phi(x), q, k)  # the plain map, unscaled
+    phi_q, phi_k, _ = apply_feature_maps(feature_map, q, k, rescale=False)  # the plain map, unscaled
     return np.einsum("...nm,...nm->...n", phi_q, np.cumsum(phi_k, axis=-2))
 
 

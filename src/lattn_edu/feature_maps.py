@@ -5,10 +5,12 @@ sim(q, k) = φ(q)·φ(k). Every map here works on numpy arrays and on torch tens
 (same function, the array's own namespace), so all backends share one definition.
 
 A feature map may also offer ``rescaled_features(q, k) -> (φ(q)/c_q, φ(k)/c_k, log(c_q c_k))``:
-features divided by factors chosen to keep them in floating-point range, plus the log
-of those factors, so that linear attention can scale its eps guard to match and give
-exactly o_i = φ(q_i)ᵀS / (φ(q_i)ᵀz + eps). :class:`FavorPlus` uses it to stay finite
-for long sequences and large norms.
+features divided by factors chosen to keep them in floating-point range, plus the log of
+those factors. Linear attention's output does not change when φ(q_i) or φ(k) is multiplied
+by a constant, provided its guard eps is added to the rescaled denominator; so it uses the
+rescaled features, and :class:`FavorPlus` stays finite (and non-zero) for long sequences
+and large norms. Adding eps to the *unscaled* denominator instead would swamp it: at d = 64
+and q, k ~ N(0, 4²) the true denominator is far below 1e-6 and the output collapses to 0.
 """
 
 from __future__ import annotations
@@ -18,16 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_positive_int, is_torch_tensor
-
-
-def _namespace(x: Any) -> Any:
-    """numpy, or torch for a tensor: the functions below use only names both share."""
-    if is_torch_tensor(x):
-        import torch
-
-        return torch
-    return np
+from ._checks import array_namespace, as_float_array, check_finite, check_positive_int, is_torch_tensor
 
 
 def _max_over(x: Any, axes: tuple[int, ...]) -> Any:
@@ -44,7 +37,7 @@ def elu_plus_one(x: Any) -> Any:
     underflows to 0 below x ≈ -745 in float64, -104 in float32).
     """
     x = as_float_array(x, "x")
-    xp = _namespace(x)
+    xp = array_namespace(x)
     # exp of the clipped value: exp(x) on the positive side would overflow for large x.
     return xp.where(x > 0, x + 1, xp.exp(xp.clip(x, None, 0)))
 
@@ -52,7 +45,7 @@ def elu_plus_one(x: Any) -> Any:
 def relu_feature_map(x: Any) -> Any:
     """φ(x) = max(x, 0): non-negative, but a whole row can be zero (denominator 0 + eps)."""
     x = as_float_array(x, "x")
-    return _namespace(x).clip(x, 0, None)
+    return array_namespace(x).clip(x, 0, None)
 
 
 def identity_feature_map(x: Any) -> Any:
@@ -73,7 +66,7 @@ def exp_kernel(q: Any, k: Any) -> Any:
     q, k = as_float_array(q, "q"), as_float_array(k, "k")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"k must have the same d as q ({q.shape[-1]}); got shape {tuple(k.shape)}")
-    return _namespace(q).exp(q @ k.swapaxes(-1, -2))
+    return array_namespace(q).exp(q @ k.swapaxes(-1, -2))
 
 
 def _gaussian_projection(d: int, m: int, orthogonal: bool, rng: np.random.Generator) -> np.ndarray:
@@ -119,7 +112,7 @@ class _RandomFeatures:
         if x.ndim < 1 or x.shape[-1] != self.d:
             raise ValueError(f"x must have shape [..., {self.d}] (d={self.d}); got {tuple(x.shape)}")
         check_finite(x, "x")
-        xp = _namespace(x)
+        xp = array_namespace(x)
         if is_torch_tensor(x):
             w = xp.as_tensor(self.projection, dtype=x.dtype, device=x.device)
         else:
@@ -162,21 +155,33 @@ class FavorPlus(_RandomFeatures):
 
     def __call__(self, x: Any) -> Any:
         """φ(x) [..., N, m], the exact (unscaled) features."""
-        return _namespace(x).exp(self.log_features(x))
+        return array_namespace(x).exp(self.log_features(x))
 
     def rescaled_features(self, q: Any, k: Any) -> tuple[Any, Any, Any]:
         """(φ(q)/c_q, φ(k)/c_k, log(c_q·c_k)) with c_q the largest feature of each query row
         and c_k the largest key feature of each sequence: every rescaled feature is <= 1 and
-        the largest is exactly 1, so nothing overflows. The log scale [..., N_q, 1] lets
-        linear attention divide eps by the same factors, so the result is exactly that of
-        the plain φ (only the rounding differs)."""
+        the largest is exactly 1, so nothing overflows or vanishes. The log scale
+        [..., N_q, 1] says how far the features were moved; linear attention's output does
+        not depend on it (a constant factor cancels between numerator and denominator)."""
         log_q, log_k = self.log_features(q), self.log_features(k)  # [..., N_q, m], [..., N, m]
         if log_k.ndim < 2:
             raise ValueError(f"k must have shape [..., N, {self.d}]; got {tuple(k.shape)}")
         shift_q = _max_over(log_q, (-1,))  # log c_q  [..., N_q, 1]
         shift_k = _max_over(log_k, (-2, -1))  # log c_k  [..., 1, 1]
-        xp = _namespace(log_q)
+        xp = array_namespace(log_q)
         return xp.exp(log_q - shift_q), xp.exp(log_k - shift_k), shift_q + shift_k
+
+    def visible_key_scale(self, k: Any) -> Any:
+        """M_i / c_k, [..., N, 1]: the largest key feature among keys 0..i (a running
+        maximum) over the largest of the whole sequence, the divisor ``rescaled_features``
+        used. Multiplying eps by it measures the guard against what query i can see."""
+        log_k = _max_over(self.log_features(k), (-1,))  # [..., N, 1]
+        xp = array_namespace(log_k)
+        if is_torch_tensor(log_k):
+            running = log_k.cummax(dim=-2).values
+        else:
+            running = np.maximum.accumulate(log_k, axis=-2)
+        return xp.exp(running - _max_over(log_k, (-2,)))
 
 
 class TrigonometricFeatures(_RandomFeatures):
@@ -220,18 +225,30 @@ def resolve_feature_map(feature_map: Any) -> Callable[[Any], Any]:
     return feature_map
 
 
-def apply_feature_maps(feature_map: Any, q: Any, k: Any) -> tuple[Any, Any, Any]:
-    """(φ(q), φ(k), log_scale): the features, checked, and the log of the factors they were
-    divided by ([..., N_q, 1], or None for maps that do not rescale).
+def apply_feature_maps(feature_map: Any, q: Any, k: Any, rescale: bool = True, eps: float = 0.0,
+                       causal: bool = False) -> tuple[Any, Any, Any]:
+    """(φ(q), φ(k), guard): the features, checked, and the eps to add to each denominator.
+
+    Where the map offers ``rescaled_features`` (and ``rescale``), the features come rescaled
+    into floating-point range and the guard is eps in those units: each query row divided
+    by its largest feature, and the keys by the largest key feature the query can see (all
+    of them, or for a causal layer those up to i, a running maximum). The output then does
+    not change when φ is multiplied by a constant, never collapses to 0 when the true
+    denominators are far below eps, and stays causal. The guard is then [..., N_q, 1];
+    otherwise it is eps itself. ``rescale=False`` gives the map's own features (for a state
+    carried from call to call, which needs one fixed unit).
 
     The features must keep q's and k's leading axes and length, share a width m, and be
     finite: a callable that breaks this gets a ``ValueError`` naming it.
     """
     phi = resolve_feature_map(feature_map)
-    if hasattr(phi, "rescaled_features"):
-        phi_q, phi_k, log_scale = phi.rescaled_features(q, k)
+    guard: Any = eps
+    if rescale and hasattr(phi, "rescaled_features"):
+        phi_q, phi_k, _ = phi.rescaled_features(q, k)
+        if causal and eps > 0 and hasattr(phi, "visible_key_scale"):
+            guard = eps * phi.visible_key_scale(k)  # [..., N, 1], each <= eps
     else:
-        phi_q, phi_k, log_scale = phi(q), phi(k), None
+        phi_q, phi_k = phi(q), phi(k)
     for feats, x, role in ((phi_q, q, "q"), (phi_k, k, "k")):
         if (not hasattr(feats, "shape") or feats.ndim != x.ndim
                 or tuple(feats.shape[:-1]) != tuple(x.shape[:-1])):
@@ -245,17 +262,4 @@ def apply_feature_maps(feature_map: Any, q: Any, k: Any) -> tuple[Any, Any, Any]
     if phi_q.shape[-1] != phi_k.shape[-1]:
         raise ValueError("feature_map must give q and k the same width m; got "
                          f"{phi_q.shape[-1]} and {phi_k.shape[-1]}")
-    return phi_q, phi_k, log_scale
-
-
-def guard_for(eps: float, log_scale: Any) -> Any:
-    """The eps to add to rescaled denominators: eps / (c_q c_k) = eps·exp(-log_scale).
-
-    Clipped below the dtype's largest value: where it would overflow, the true
-    denominator is so far below eps that the output is 0 either way.
-    """
-    if log_scale is None or eps == 0:
-        return eps
-    xp = _namespace(log_scale)
-    log_largest = math.log(float(np.finfo(str(log_scale.dtype).replace("torch.", "")).max)) - 1
-    return xp.exp(xp.clip(math.log(eps) - log_scale, None, log_largest))
+    return phi_q, phi_k, guard

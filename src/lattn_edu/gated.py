@@ -142,7 +142,8 @@ def run_recurrence(family: str, q: Any, k: Any, v: Any, gates: tuple, scale: Any
     kernels = get_backend(backend)
     forms = kernels.GATED_FORMS if family == "gated" else kernels.DELTA_FORMS
     *arrays, restore = kernels.to_backend(q, k, v, *gates, initial_state)
-    out, state = forms[form](*arrays[:-1], scale, arrays[-1], chunk_size)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported just below
+        out, state = forms[form](*arrays[:-1], scale, arrays[-1], chunk_size)
     check_finite_result(out, state)
     return (restore(out), restore(state)) if return_state else restore(out)
 

@@ -12,7 +12,12 @@ reference every backend is tested against. They take features, not raw q and k:
 - ``chunkwise``: quadratic inside chunks, a carried state between them (production kernels).
 
 ``eps`` is a float, or an array [..., N_q, 1] with one guard per query (used when a
-feature map such as FAVOR+ rescales its features, see :func:`~lattn_edu.feature_maps.guard_for`).
+feature map such as FAVOR+ rescales its features, see
+:func:`~lattn_edu.feature_maps.apply_feature_maps`).
+
+Causal linear attention is also the plain case of :func:`lattn_edu.gated_linear_attention`
+(no decay, scale 1) run on [V | 1]: the extra column of ones carries z beside S. That is how
+:func:`linear_attention` continues from a given state and hands its state back.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import (check_bool, check_choice, check_finite, check_nonnegative_float, check_positive_int,
-                      check_qkv, nonfinite_output_error)
-from .feature_maps import apply_feature_maps, guard_for
+from ._checks import (array_namespace, check_bool, check_choice, check_finite, check_nonnegative_float,
+                      check_positive_int, check_qkv, check_state_part, nonfinite_output_error)
+from .feature_maps import apply_feature_maps
+from .gated import run_recurrence
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
 
@@ -116,7 +122,7 @@ def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
 
 def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal: bool = False,
                      form: str = "parallel", backend: str = "numpy", eps: float = 1e-6,
-                     chunk_size: int = 64) -> Any:
+                     chunk_size: int = 64, *, initial_state: Any = None, return_state: bool = False) -> Any:
     """Kernel (linear) attention o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps).
 
     Parameters
@@ -134,13 +140,22 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     backend : 'numpy' | 'numba' | 'torch'
         numpy is the reference; numba runs JIT kernels; torch takes tensors on any device.
     eps : float
-        Guard added to every denominator.
+        Guard added to every denominator. For a map that rescales its features (FAVOR+) it is
+        added in the rescaled units, relative to the largest key feature query i can see, so
+        the output never depends on a constant factor in the features and stays causal.
     chunk_size : int
         Chunk length C of the chunkwise form.
+    initial_state : (S [..., m, d_v], z [..., m]), optional
+        The state of the tokens before these (zeros when None), in the units of the feature
+        map's own features (a map that rescales, such as FAVOR+, is not rescaled here).
+    return_state : bool
+        Also return the state (S, z) after the last key: splitting a sequence anywhere and
+        carrying it gives the outputs of one call over the whole sequence.
 
     Returns
     -------
-    o : array [..., N_q, d_v], same dtype (and, for torch, same type and device) as v.
+    o : array [..., N_q, d_v], same dtype (and, for torch, same type and device) as v;
+        or ``(o, (S, z))`` when ``return_state``.
     """
     from .backends import get_backend
 
@@ -148,6 +163,9 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     form = check_choice(form, "form", FORMS)
     eps = check_nonnegative_float(eps, "eps")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
+    if initial_state is not None or check_bool(return_state, "return_state"):
+        return _linear_attention_with_state(q, k, v, feature_map, causal, form, backend, eps,
+                                            chunk_size, initial_state, return_state)
     kernels = get_backend(backend)
     fused = getattr(kernels, "FUSED", {}).get((form, feature_map)) if isinstance(feature_map, str) else None
     # A fused kernel checks q, k, v and its output for NaN and inf itself, in its own passes.
@@ -156,11 +174,49 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
         if fused is not None:  # the backend applies this feature map inside its kernel (chapter 9)
             return restore(fused(q, k, v, causal, eps, *extra))
-        phi_q, phi_k, log_scale = apply_feature_maps(feature_map, q, k)
-        guard = guard_for(eps, log_scale)  # eps, matched to any rescaling of the features
+        phi_q, phi_k, guard = apply_feature_maps(feature_map, q, k, eps=eps, causal=causal)
         out = kernels.FORMS[form](phi_q, phi_k, v, causal, guard, *extra)
     _check_output(out, feature_map, eps)
     return restore(out)
+
+
+def _linear_attention_with_state(q: Any, k: Any, v: Any, feature_map: Any, causal: bool, form: str,
+                                 backend: str, eps: float, chunk_size: int, initial_state: Any,
+                                 return_state: bool) -> Any:
+    """Linear attention as the plain gated recurrence on [V | 1], from and to a state (S, z)."""
+    from .backends import get_backend
+
+    q, k, v = check_qkv(q, k, v, causal)
+    phi_q, phi_k, _ = apply_feature_maps(feature_map, q, k, rescale=False)  # [..., N_q, m], [..., N, m]
+    xp = array_namespace(v)
+    values = xp.concatenate([v, xp.ones_like(v[..., :1])], -1)  # [V | 1]  [..., N, d_v + 1]
+    start = _joined_state(initial_state, phi_k, v)  # [S | z]  [..., m, d_v + 1] or None
+    if causal:  # the gated recurrence's forms are all causal; quadratic is its parallel form
+        gated_form = "parallel" if form == "quadratic" else form
+        both, state = run_recurrence("gated", phi_q, phi_k, values, (None,), 1.0, gated_form, backend,
+                                     chunk_size, start, return_state=True)
+    else:  # every query reads the state after the last key
+        phi_q, phi_k, values, start, restore = get_backend(backend).to_backend(phi_q, phi_k, values, start)
+        state = phi_k.swapaxes(-1, -2) @ values  # [..., m, d_v + 1]
+        state = state if start is None else start + state
+        both, state = restore(phi_q @ state), restore(state)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = both[..., :-1] / (both[..., -1:] + eps)
+    _check_output(out, feature_map, eps)
+    return (out, (state[..., :-1], state[..., -1])) if return_state else out
+
+
+def _joined_state(initial_state: Any, phi_k: Any, v: Any) -> Any:
+    """[S | z] [..., m, d_v + 1] from a caller's pair (S [..., m, d_v], z [..., m]); None passes."""
+    if initial_state is None:
+        return None
+    if not isinstance(initial_state, (tuple, list)) or len(initial_state) != 2:
+        raise TypeError("initial_state must be a pair (S, z) with S [..., m, d_v] and z [..., m]; "
+                        f"got {type(initial_state).__name__}")
+    lead, m = tuple(phi_k.shape[:-2]), phi_k.shape[-1]
+    s = check_state_part(initial_state[0], "initial_state S", phi_k, lead + (m, v.shape[-1]), "[..., m, d_v]")
+    z = check_state_part(initial_state[1], "initial_state z", phi_k, lead + (m,), "[..., m]")
+    return array_namespace(s).concatenate([s, z[..., None]], -1)
 
 
 def _check_output(out: Any, feature_map: Any, eps: float) -> None:

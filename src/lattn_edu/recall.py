@@ -9,8 +9,8 @@ width and depth) except the sequence mixer:
 - ``softmax``: ``torch.nn.functional.scaled_dot_product_attention``, causal;
 - ``linear``: ``la.linear_attention`` with elu+1, chunkwise and causal (state m = d_head);
 - ``favor``: ``la.linear_attention`` with ``la.FavorPlus`` features (m = d_head);
-- ``retnet``: retention with a fixed decay γ per head, ``((QKᵀ) ⊙ D) V`` with D from
-  ``la.decay_matrix``, then a per-head normalisation as in RetNet;
+- ``retnet``: retention with a fixed decay γ per head, ``la.gated_linear_attention`` with a
+  constant log decay log γ (torch backend), then a per-head normalisation as in RetNet;
 - ``based``: linear attention with the 2nd-order Taylor features of exp on which the
   Zoology authors built their Based model, 1 + q·k + (q·k)²/2, on a small projection
   of q and k chosen so that its state is about as large as elu+1's.
@@ -41,8 +41,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .feature_maps import FavorPlus
+from .gated import gated_linear_attention
 from .linear import linear_attention
-from .retention import decay_matrix
 
 MODELS = ("softmax", "linear", "favor", "retnet", "based")
 
@@ -181,21 +181,8 @@ class LinearMixer(Mixer):
         return self.num_heads * self.m * (self.d_head + 1)  # S [m, d_v] and z [m] per head
 
 
-def retention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gammas: np.ndarray,
-                    scale: float = 1.0) -> torch.Tensor:
-    """Parallel retention ((QKᵀ · scale) ⊙ D) V in torch, D[h, i, j] = γ_h^(i-j) for j <= i.
-
-    q, k [B, H, N, d], v [B, H, N, d_v], ``gammas`` [H] -> [B, H, N, d_v]. The decay
-    matrix is the package's :func:`lattn_edu.decay_matrix`; only the products are torch,
-    so gradients flow into q, k and v (the tests compare it with ``la.retention``).
-    """
-    n = q.shape[-2]
-    decay = torch.from_numpy(decay_matrix(gammas, n, np.dtype(str(q.dtype).replace("torch.", ""))))
-    return ((q @ k.transpose(-1, -2)) * scale * decay.to(q.device)) @ v  # [B, H, N, d_v]
-
-
 class RetentionMixer(Mixer):
-    """RetNet-style retention ((QKᵀ/√d) ⊙ D) V, D[i, j] = γ_h^(i-j), then a per-head norm.
+    """RetNet-style retention ((QKᵀ/√d) ⊙ L) V, L[i, j] = γ_h^(i-j), then a per-head norm.
 
     The decays follow RetNet, γ_h = 1 - 2^(-5-h); the state is S_n = γ S_{n-1} + k_n v_nᵀ
     with no denominator, which is why RetNet normalises each head's output instead.
@@ -206,7 +193,9 @@ class RetentionMixer(Mixer):
         self.gammas = 1 - 2.0 ** (-5 - np.arange(num_heads))  # [H]
 
     def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        retained = retention_torch(q, k, v, self.gammas, self.d_qk ** -0.5)  # [B, H, N, d_head]
+        log_decay = q.new_tensor(np.log(self.gammas))[:, None].expand(q.shape[:-1])  # log γ_h  [B, H, N]
+        retained = gated_linear_attention(q, k, v, log_decay, scale=self.d_qk ** -0.5, form="chunkwise",
+                                          backend="torch")  # [B, H, N, d_head]
         return F.layer_norm(retained, (self.d_head,))  # RetNet's group norm, one group per head
 
     def state_size(self) -> int:

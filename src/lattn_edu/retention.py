@@ -3,9 +3,11 @@
     S_n = γ S_{n-1} + k_n v_nᵀ,   o_n = q_nᵀ S_n  =  Σ_{j<=n} γ^(n-j) (q_n·k_j) v_j
 
 No feature map and no denominator (RetNet normalises afterwards with a group norm).
-γ = 1 gives unnormalised causal linear attention with φ = identity. Three forms
-that agree: ``parallel`` (the decay matrix D), ``recurrent`` (the scan) and
-``chunkwise`` (D inside a chunk, a decayed state between chunks).
+Retention is gated linear attention with a constant log decay log γ and scale 1, so it
+has no forms of its own: ``parallel`` (the decay mask L), ``recurrent`` (the scan) and
+``chunkwise`` (L inside a chunk, a decayed state between chunks) are those of
+:func:`lattn_edu.gated_linear_attention`, on any backend. γ = 1 gives unnormalised causal
+linear attention with φ = identity.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_choice, check_decay_values, check_positive_int, check_qkv, is_torch_tensor
+from ._checks import check_decay_values, check_positive_int, check_sequence, is_torch_tensor
+from .gated import GATED_FORMS, decay_mask, gated_linear_attention
 
-RETENTION_FORMS = ("parallel", "recurrent", "chunkwise")
+RETENTION_FORMS = GATED_FORMS
 
 
 def _check_gamma(gamma: Any, lead: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -33,86 +36,45 @@ def _check_gamma(gamma: Any, lead: tuple[int, ...], dtype: np.dtype) -> np.ndarr
 
 
 def decay_matrix(gamma: Any, n: int, dtype: Any = np.float64) -> np.ndarray:
-    """D[i, j] = γ^(i-j) for j <= i, else 0: retention's causal mask with decay.
+    """L[i, j] = γ^(i-j) for j <= i, else 0: retention's causal mask with decay.
 
     ``gamma`` is a float or an array [...] of decays in (0, 1]; returns [..., n, n].
     """
     n = check_positive_int(n, "n")
     gamma = _check_gamma(gamma, np.shape(gamma), np.dtype(dtype))
-    distance = np.subtract.outer(np.arange(n), np.arange(n))  # i - j  [n, n]
-    log_gamma = np.log(gamma)[..., None, None]
-    # exp((i-j) log γ) only where j <= i; the upper triangle would overflow, so mask first.
-    return np.where(distance >= 0, np.exp(np.maximum(distance, 0) * log_gamma), 0).astype(dtype)
-
-
-def parallel_retention(q: np.ndarray, k: np.ndarray, v: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """O = ((Q Kᵀ) ⊙ D) V with the decay matrix D: the training form."""
-    decay = decay_matrix(gamma, q.shape[-2], q.dtype)  # [..., N, N]
-    return ((q @ k.swapaxes(-1, -2)) * decay) @ v
-
-
-def recurrent_retention(q: np.ndarray, k: np.ndarray, v: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """S_n = γ S_{n-1} + k_n v_nᵀ; o_n = q_nᵀ S_n: the decoding form."""
-    gamma = gamma[..., None, None]  # broadcast over the state [..., m, d_v]
-    state = np.zeros(q.shape[:-2] + (k.shape[-1], v.shape[-1]), dtype=q.dtype)
-    out = np.empty(v.shape, dtype=q.dtype)
-    for n in range(q.shape[-2]):
-        state = gamma * state + k[..., n, :, None] * v[..., n, None, :]
-        out[..., n, :] = np.einsum("...m,...mv->...v", q[..., n, :], state)
-    return out
-
-
-def chunkwise_retention(q: np.ndarray, k: np.ndarray, v: np.ndarray, gamma: np.ndarray,
-                        chunk_size: int) -> np.ndarray:
-    """Parallel inside chunks of C tokens, a decayed state S between them.
-
-    For position t (0-based) of a chunk the earlier state counts γ^(t+1); key t of the
-    chunk enters the next state with γ^(C_len-1-t); the state itself decays by γ^C_len.
-    """
-    gamma_col = gamma[..., None, None]
-    state = np.zeros(q.shape[:-2] + (k.shape[-1], v.shape[-1]), dtype=q.dtype)  # [..., m, d_v]
-    out = np.empty(v.shape, dtype=q.dtype)
-    for start in range(0, q.shape[-2], chunk_size):
-        chunk = slice(start, start + chunk_size)
-        q_c, k_c, v_c = q[..., chunk, :], k[..., chunk, :], v[..., chunk, :]
-        length = q_c.shape[-2]
-        positions = np.arange(length, dtype=q.dtype)[:, None]  # t  [C, 1]
-        inner = ((q_c @ k_c.swapaxes(-1, -2)) * decay_matrix(gamma, length, q.dtype)) @ v_c
-        out[..., chunk, :] = inner + gamma_col ** (positions + 1) * (q_c @ state)
-        key_weights = gamma_col ** (length - 1 - positions)  # [..., C, 1]
-        state = gamma_col ** length * state + (k_c * key_weights).swapaxes(-1, -2) @ v_c
-    return out
+    log_gamma = np.broadcast_to(np.log(gamma)[..., None], gamma.shape + (n,))  # [..., n]
+    return decay_mask(log_gamma).astype(dtype)
 
 
 def retention(q: Any, k: Any, v: Any, gamma: Any, form: str = "parallel",
-              chunk_size: int = 64) -> np.ndarray:
+              chunk_size: int = 64, backend: str = "numpy") -> Any:
     """RetNet retention o_n = Σ_{j<=n} γ^(n-j) (q_n·k_j) v_j.
 
     Parameters
     ----------
     q, k : array [..., N, d]
     v : array [..., N, d_v]
-        float32 or float64 numpy arrays with equal leading axes.
-    gamma : float or array
+        float32 or float64 with equal leading axes (torch tensors with ``backend='torch'``).
+    gamma : float or numpy array
         Decay in (0, 1]; an array broadcasts against the leading axes (shape [H] for
         q of shape [B, H, N, d]: multi-scale retention, one γ per head).
     form : 'parallel' | 'recurrent' | 'chunkwise'
     chunk_size : int
         Chunk length of the chunkwise form.
+    backend : 'numpy' | 'numba' | 'torch'
 
     Returns
     -------
     o : array [..., N, d_v] in the inputs' dtype.
     """
-    form = check_choice(form, "form", RETENTION_FORMS)
-    chunk_size = check_positive_int(chunk_size, "chunk_size")
-    q, k, v = check_qkv(q, k, v, causal=True)
+    q = check_sequence(q, "q")
+    dtype = np.dtype(str(q.dtype).replace("torch.", ""))
+    lead, n = tuple(q.shape[:-2]), q.shape[-2]
+    log_gamma = np.log(_check_gamma(gamma, lead, dtype))  # [...]
+    log_decay = np.ascontiguousarray(np.broadcast_to(log_gamma[..., None], lead + (n,)))  # [..., N]
     if is_torch_tensor(q):
-        raise TypeError("retention takes numpy arrays; got torch.Tensor")
-    gamma = _check_gamma(gamma, q.shape[:-2], q.dtype)
-    if form == "parallel":
-        return parallel_retention(q, k, v, gamma)
-    if form == "recurrent":
-        return recurrent_retention(q, k, v, gamma)
-    return chunkwise_retention(q, k, v, gamma, chunk_size)
+        import torch
 
+        log_decay = torch.as_tensor(log_decay, device=q.device)
+    return gated_linear_attention(q, k, v, log_decay, scale=1.0, form=form, backend=backend,
+                                  chunk_size=chunk_size)

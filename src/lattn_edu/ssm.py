@@ -10,7 +10,8 @@ One recurrence covers the family. The state H_i is an [m, d_v] matrix:
 - a diagonal (S4D-like) SSM: a, b, c fixed in time;
 - a selective (Mamba-like) SSM: a_i, b_i, c_i computed from the input x_i.
 
-Only how the state is carried forward (a_i) and written (b_i) changes.
+Only how the state is carried forward (a_i) and written (b_i) changes, and the scan is
+:func:`lattn_edu.gated_linear_attention` itself (q = c, k = b, v = x, log decay log a_i).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_decay_values, check_sequence, is_torch_tensor
+from .gated import gated_linear_attention, gated_weights, per_key_log_decay
 
 
 def _check_decay(decay: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -51,8 +53,20 @@ def _check_scan_inputs(decay: Any, b: Any, c: Any, x: Any | None = None) -> tupl
     return _check_decay(decay, b.shape, b.dtype), b, c, arrays.get("x")
 
 
+def _log_decay(decay: np.ndarray, requested: Any) -> np.ndarray:
+    """log a_i as gated linear attention takes it: [..., N] when the caller gave one decay per
+    step (a float or [..., N, 1]), else one per state row [..., N, m]."""
+    log_decay = np.log(decay)
+    if np.ndim(requested) == 0 or np.shape(requested)[-1] == 1:
+        return np.ascontiguousarray(log_decay[..., 0])
+    return log_decay
+
+
 def ssm_scan(decay: Any, b: Any, c: Any, x: Any) -> np.ndarray:
-    """The recurrence H_i = diag(a_i) H_{i-1} + b_i x_iᵀ, y_i = H_iᵀ c_i, one token at a time.
+    """The recurrence H_i = diag(a_i) H_{i-1} + b_i x_iᵀ, y_i = H_iᵀ c_i.
+
+    This is :func:`lattn_edu.gated_linear_attention` with q = c, k = b, v = x, log decay
+    log a_i and scale 1: the SSM view and the attention view are one computation.
 
     Parameters
     ----------
@@ -69,28 +83,18 @@ def ssm_scan(decay: Any, b: Any, c: Any, x: Any) -> np.ndarray:
     -------
     y : array [..., N, d_v]
     """
-    decay, b, c, x = _check_scan_inputs(decay, b, c, x)
-    state = np.zeros(b.shape[:-2] + (b.shape[-1], x.shape[-1]), dtype=b.dtype)  # H  [..., m, d_v]
-    y = np.empty(x.shape, dtype=b.dtype)
-    for i in range(b.shape[-2]):
-        state = decay[..., i, :, None] * state + b[..., i, :, None] * x[..., i, None, :]
-        y[..., i, :] = np.einsum("...mv,...m->...v", state, c[..., i, :])
-    return y
+    checked, b, c, x = _check_scan_inputs(decay, b, c, x)
+    return gated_linear_attention(c, b, x, _log_decay(checked, decay), scale=1.0)
 
 
 def ssm_mixing_matrix(decay: Any, b: Any, c: Any) -> np.ndarray:
-    """The causal N×N matrix M with y = M x: M[i, j] = Σ_r c_i[r] b_j[r] Π_{j<l<=i} a_l[r].
+    """The causal N×N matrix A with y = A x: A[i, j] = Σ_r c_i[r] b_j[r] Π_{j<l<=i} a_l[r].
 
     The "attention matrix" of an SSM: with a = 1 it is the unnormalised φ(Q)φ(K)ᵀ masked
-    to j <= i; with a = γ it is retention's (Q Kᵀ) ⊙ D. Returns [..., N, N].
+    to j <= i; with a = γ it is retention's (Q Kᵀ) ⊙ L. Returns [..., N, N].
     """
-    decay, b, c, _ = _check_scan_inputs(decay, b, c)
-    log_decay = np.cumsum(np.log(decay), axis=-2)  # L_i = Σ_{l<=i} log a_l  [..., N, m]
-    # Π_{j<l<=i} a_l = exp(L_i - L_j); only j <= i is kept, where the exponent is <= 0.
-    exponent = log_decay[..., :, None, :] - log_decay[..., None, :, :]  # [..., N, N, m]
-    causal = np.tri(b.shape[-2], dtype=bool)[..., None]
-    survival = np.exp(np.where(causal, exponent, -np.inf))
-    return np.einsum("...ir,...jr,...ijr->...ij", c, b, survival)
+    checked, b, c, _ = _check_scan_inputs(decay, b, c)
+    return gated_weights(c, b, per_key_log_decay(_log_decay(checked, decay), c))
 
 
 def diagonal_ssm(x: Any, a: Any, b: Any, c: Any) -> np.ndarray:
@@ -98,7 +102,7 @@ def diagonal_ssm(x: Any, a: Any, b: Any, c: Any) -> np.ndarray:
 
     h_i = a ⊙ h_{i-1} + b x_i,  y_i = c·h_i, for each of the d channels of x [..., N, d],
     with a, b, c of shape [m] (a in (0, 1]). Because nothing depends on i, y is also a
-    convolution of x with the kernel K_t = Σ_r c_r a_r^t b_r. Returns [..., N, d].
+    convolution of x with the kernel κ_t = Σ_r c_r a_r^t b_r. Returns [..., N, d].
     """
     x = check_sequence(x, "x")
     params = {name: np.asarray(p) for name, p in (("a", a), ("b", b), ("c", c))}

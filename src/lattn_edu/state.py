@@ -49,12 +49,16 @@ class LinearAttentionState:
     dtype : float32 or float64
     eps : float
         Guard added to the denominator, as in :func:`lattn_edu.linear_attention`.
+    initial_state : (S [m, d_v], z [m]), optional
+        Continue from a state, e.g. the one ``linear_attention(..., return_state=True)``
+        returns for a prompt (zeros when None).
 
-    ``update`` adds tokens, ``read`` answers a query, ``step`` does both; memory stays
-    m·d_v + m numbers however many tokens arrive.
+    ``update`` adds tokens, ``read`` answers a query, ``step`` does both; ``state`` hands the
+    pair (S, z) back. Memory stays m·d_v + m numbers however many tokens arrive.
     """
 
-    def __init__(self, m: int, d_v: int, dtype: Any = np.float64, eps: float = 1e-6) -> None:
+    def __init__(self, m: int, d_v: int, dtype: Any = np.float64, eps: float = 1e-6,
+                 initial_state: Any = None) -> None:
         self.m = check_positive_int(m, "m")
         self.d_v = check_positive_int(d_v, "d_v")
         self.dtype = _check_dtype(dtype)
@@ -62,6 +66,13 @@ class LinearAttentionState:
         self.S = np.zeros((self.m, self.d_v), dtype=self.dtype)  # [m, d_v]
         self.z = np.zeros(self.m, dtype=self.dtype)  # [m]
         self.num_tokens = 0
+        if initial_state is not None:
+            self.S[...], self.z[...] = _check_initial_state(initial_state, self.m, self.d_v, self.dtype)
+
+    @property
+    def state(self) -> tuple[np.ndarray, np.ndarray]:
+        """A copy of the pair (S [m, d_v], z [m]), the form ``initial_state`` takes."""
+        return self.S.copy(), self.z.copy()
 
     def __repr__(self) -> str:
         return (f"LinearAttentionState(m={self.m}, d_v={self.d_v}, dtype={self.dtype.name}, "
@@ -80,16 +91,30 @@ class LinearAttentionState:
             raise ValueError(f"phi_k and v must hold the same number of tokens; got shapes "
                              f"{phi_k.shape} and {v.shape}")
         phi_k, v = np.atleast_2d(phi_k), np.atleast_2d(v)  # [n, m], [n, d_v]
-        self.S += phi_k.T @ v  # sum of rank-1 outer products
-        self.z += phi_k.sum(0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dS, dz = phi_k.T @ v, phi_k.sum(0)  # the sum of the rank-1 outer products, and of φ(k)
+            finite = np.isfinite(self.S + dS).all() and np.isfinite(self.z + dz).all()
+        if not finite:
+            raise ValueError(f"update would overflow the state S or z in {self.dtype.name}: the "
+                             f"features phi_k (largest |value| {np.abs(phi_k).max():.3g}) or the "
+                             f"values are too large; rescale them or use float64. The state is unchanged.")
+        self.S += dS  # in place: nothing stored earlier is touched again
+        self.z += dz
         self.num_tokens += phi_k.shape[0]
 
     def read(self, phi_q: Any) -> np.ndarray:
         """o = φ(q)ᵀ S / (φ(q)ᵀ z + eps). phi_q [m] -> [d_v], or [n, m] -> [n, d_v]."""
         phi_q = _check_vector(phi_q, "phi_q", self.m, self.dtype)
-        numerator = phi_q @ self.S  # [..., d_v]
-        denominator = phi_q @ self.z  # [...]
-        return numerator / (np.asarray(denominator)[..., None] + self.dtype.type(self.eps))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            numerator = phi_q @ self.S  # [..., d_v]
+            denominator = np.asarray(phi_q @ self.z)[..., None] + self.dtype.type(self.eps)  # [..., 1]
+            out = numerator / denominator
+        if not np.isfinite(out).all():
+            before = "before any update, " if self.num_tokens == 0 else ""
+            raise ValueError(f"read gave NaN or inf: {before}the denominator φ(q)ᵀz + eps is "
+                             f"{np.asarray(denominator).ravel()[:3]} (eps={self.eps}) or the product "
+                             f"overflowed. Use eps > 0 and a positive feature map such as elu+1.")
+        return out
 
     def step(self, phi_q: Any, phi_k: Any, v: Any) -> np.ndarray:
         """One decoding step for one token: update with (φ(k), v), then read φ(q) -> [d_v]."""
@@ -98,6 +123,21 @@ class LinearAttentionState:
                 raise ValueError(f"step takes one token: {name} must be 1-D; got shape {np.shape(x)}")
         self.update(phi_k, v)
         return self.read(phi_q)
+
+
+def _check_initial_state(state: Any, m: int, d_v: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """A pair (S [m, d_v], z [m]) of finite float arrays."""
+    if not isinstance(state, (tuple, list)) or len(state) != 2:
+        raise TypeError(f"initial_state must be a pair (S, z) with S [{m}, {d_v}] and z [{m}]; "
+                        f"got {type(state).__name__}")
+    parts = []
+    for x, name, shape in ((state[0], "initial_state S", (m, d_v)), (state[1], "initial_state z", (m,))):
+        x = as_float_array(x, name)
+        if tuple(x.shape) != shape:
+            raise ValueError(f"{name} must have shape {list(shape)}; got {list(x.shape)}")
+        check_finite(x, name)
+        parts.append(np.asarray(x, dtype=dtype))
+    return parts[0], parts[1]
 
 
 class SoftmaxKVCache:
