@@ -16,6 +16,7 @@ cost the same whatever came before. Results go to
 ``benchmarks/results/bench_gated.json`` (``--quick``: ``benchmarks/results/quick/``), with the
 load average and the cores other processes kept busy, since the machine may be shared: the
 ratios of interleaved timings are what to read, not the absolute times.
+``lattn_edu.bench.load_results(name="bench_gated.json")`` reads the record back.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import os
 import sys
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -282,8 +282,3 @@ def run(args: argparse.Namespace, started: float) -> int:
     print(f"written to {out / 'bench_gated.json'}")
     return 0
 
-
-def load_results(path: str | os.PathLike | None = None) -> dict:
-    """The recorded ``bench_gated.json`` (default: benchmarks/results/ of the checkout)."""
-    path = Path(path) if path is not None else RESULTS / "bench_gated.json"
-    return json.loads(path.read_text(encoding="utf-8"))

@@ -18,8 +18,6 @@ the decay inside one would exceed exp(θ) (see :func:`_vector_decay_weights`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numba import njit, prange
 
