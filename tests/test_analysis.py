@@ -271,6 +271,16 @@ def test_attention_cost_formulas_for_a_small_odd_case():
         cost.n = 9
 
 
+@pytest.mark.parametrize("n,d,d_v,m", [(7, 3, 5, 11), (4097, 33, 65, 17), (1001, 64, 64, 64)])
+def test_attention_cost_work_ratio_is_n_d_plus_dv_over_2_m_dv(n, d, d_v, m):
+    cost = la.attention_cost(n, d, d_v=d_v, m=m)
+    assert cost.compute_ratio == pytest.approx(n**2 * (d + d_v) / (2 * n * m * d_v), rel=1e-12)
+    if d == d_v == m:
+        assert cost.compute_ratio == pytest.approx(n / d, rel=1e-12)
+    else:  # the ratio is N/d only when the widths agree
+        assert cost.compute_ratio != pytest.approx(n / d, rel=1e-3)
+
+
 def test_attention_cost_scales_quadratically_vs_linearly():
     small, large = la.attention_cost(1001, 64), la.attention_cost(3003, 64)
     assert large.softmax_macs == 9 * small.softmax_macs

@@ -136,6 +136,41 @@ def test_quiz_html_is_self_contained_and_marks_one_answer():
         Quiz("?", ("a", "b"), 2, ("x", "y"))
 
 
+@pytest.mark.parametrize("n,m", [(9, 3), (5, 7), (31, 31), (1, 4)])
+def test_rank_bound_is_the_rank_random_features_reach(n, m):
+    # the derivation's bound is attained: generic features give rank exactly min(N, m)
+    rng = np.random.default_rng(n * 100 + m)
+    phi_q, phi_k = la.elu_plus_one(rng.standard_normal((2, n, m)))
+    rank = la.numerical_rank(phi_q @ phi_k.T)
+    assert rank == exercises.CATALOG["ch02.rank_bound"].solution(n=n, m=m)
+
+
+def test_normaliser_last_solution_never_forms_the_weights_yet_matches_softmax(rng):
+    q, k, v = rng.standard_normal((3, 11, 5))
+    got = exercises.CATALOG["ch01.normaliser_last"].solution(q=q, k=k, v=v)
+    assert np.allclose(got, la.softmax_attention(q, k, v), rtol=1e-12, atol=1e-14)
+
+
+def test_prediction_exercises_state_the_powers_of_n():
+    # per factor of ten in N the matrix grows 10^2 against the flat state, 10^1 against
+    # the KV cache; the counted multiply-adds have log-log slopes 2 and 1
+    assert np.allclose(exercises.CATALOG["ch01.decade_factors"].solution, [10**2, 10**1])
+    assert np.allclose(exercises.CATALOG["ch03.count_slopes"].solution, [2, 1])
+
+
+def test_generation_work_closed_form_grows_quadratically_for_the_cache():
+    work = exercises.CATALOG["ch04.generation_work"].solution
+    (cache_1, state_1), (cache_3, state_3) = work(n_tokens=1001, d=7), work(n_tokens=3003, d=7)
+    assert state_3 == 3 * state_1
+    assert 8.9 < cache_3 / cache_1 < 9.0  # T(T + 1): just under 9 for T -> 3T
+
+
+def test_work_ratio_formula_is_n_over_d_when_widths_agree():
+    ratio = exercises.CATALOG["ch03.work_ratio_formula"].solution
+    assert ratio(n=4097, d=33, d_v=33, m=33) == pytest.approx(4097 / 33, rel=1e-12)
+    assert ratio(n=4097, d=33, d_v=65, m=17) == pytest.approx(4097 * 98 / (2 * 17 * 65), rel=1e-12)
+
+
 def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(rng):
     n, m, d_v, chunk = 23, 5, 3, 6  # the last chunk is shorter
     phi_q, phi_k = rng.uniform(0.1, 2.0, (2, n, m))
@@ -148,3 +183,67 @@ def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(
     expected = la.chunkwise_linear_attention(phi_q, phi_k, v, causal=True, eps=0.0, chunk_size=chunk)
     np.testing.assert_allclose(np.concatenate(outputs), expected, rtol=1e-10)
     np.testing.assert_allclose(state, phi_k.T @ v, rtol=1e-10)
+
+
+# --- Chapters 5-9: the derivation and predict-then-measure exercises, tied to the package ---
+
+def test_balanced_query_reads_equal_components():
+    from lattn_edu.exercises import ch05
+    a = exercises.CATALOG["ch05.balance"].solution
+    state = la.LinearAttentionState(m=2, d_v=2, eps=0.0)
+    state.update(phi_k=np.eye(2), v=np.array([[1.0, 0.0], [0.0, 2.0]]))
+    o = state.read(np.array([a, 1.0]))
+    assert o[0] == pytest.approx(o[1], rel=1e-12)
+    assert a == ch05.balanced_query_weight()
+    assert not np.isclose(*state.read(np.array([1.0, 1.0])))  # a = 1 does not balance
+
+
+def test_favor_variance_solution_matches_a_measurement():
+    from lattn_edu.exercises import ch06
+    rng = np.random.default_rng(64)
+    for m in (1, 5):
+        q, k = 0.25 * rng.standard_normal((2, 7))  # ||q+k||² near 1: a light enough tail
+        predicted = ch06.solution_favor_variance(q, k, m)
+        measured = ch06.measured_favor_variance(q, k, m, draws=40_000, seed=m)
+        assert measured == pytest.approx(predicted, rel=0.05)
+
+
+def test_features_for_ten_percent_is_the_smallest_such_m():
+    constant = np.exp(3.0) - 1  # eq-ch06-variance at unit q, k with q·k = 0.5
+    m = exercises.CATALOG["ch06.features_for_accuracy"].solution
+    assert constant / m <= 0.01 < constant / (m - 1)
+
+
+def test_elu_limit_solution_is_the_package_at_a_huge_scale():
+    from lattn_edu.exercises import ch07
+    for case in ch07._limit_cases():
+        q, k = case["q"].astype(np.float64), case["k"].astype(np.float64)
+        far = la.effective_attention_matrix(1e6 * q, k, feature_map="elu+1", eps=0.0)
+        np.testing.assert_allclose(ch07.solution_elu_limit_weights(q, k), far, atol=1e-5)
+
+
+def test_convolution_kernel_solution_is_the_impulse_response():
+    from lattn_edu.exercises import ch08
+    for case in ch08._kernel_cases():
+        impulse = np.zeros((case["n"], 1))
+        impulse[0] = 1.0
+        response = la.diagonal_ssm(impulse, case["a"], case["b"], case["c"])[:, 0]
+        np.testing.assert_allclose(ch08.solution_convolution_kernel(**case), response,
+                                   rtol=1e-10, atol=1e-12)
+
+
+def test_steady_level_matches_retention_on_random_sequences():
+    from lattn_edu.exercises import ch08
+    rng = np.random.default_rng(83)
+    q, k, v = rng.standard_normal((3, 16, 301, 5))
+    out = la.retention(q, k, v, 0.9)  # [16, N, d_v]
+    one_term = np.sqrt(((q * k).sum(-1) ** 2 * (v**2).sum(-1)).mean())
+    level = np.sqrt((out[:, 100:] ** 2).sum(-1).mean())  # 100 steps: 0.9^200 is negligible
+    assert level / one_term == pytest.approx(ch08.steady_rms_level(0.9), rel=0.05)
+
+
+def test_square_product_moves_n_over_3_multiply_adds_per_number():
+    from lattn_edu.exercises import ch09
+    for n in (1, 7, 64):
+        assert ch09.multiply_adds_per_number(n, n, n) == pytest.approx(n / 3)
+    assert exercises.CATALOG["ch09.read_reuse"].solution == ch09.multiply_adds_per_number(64, 128, 128)

@@ -10,7 +10,7 @@ chromium driven by Playwright. Each page must
   outside code;
 - show every picture, and have every slider of every static explorer change its picture
   and its value label when moved with the keyboard; every concept check must answer a click;
-- link its Colab button to a chapter ``.ipynb`` that is in this repository;
+- link its Colab button to the chapter's Colab edition (``book/colab/``), committed here;
 - have internal links that resolve to files (and anchors) of the build.
 
 Every page is also photographed in light and dark mode into ``_build/screenshots/``, with
@@ -305,9 +305,9 @@ def _check_colab(page, page_path: str) -> tuple[list[str], str | None]:
             problems.append(f"Colab link {href} does not start with {prefix}")
             continue
         target = href[len(prefix):]
-        expected = f"{Path(page_path).with_suffix('.ipynb').as_posix()}"
+        expected = f"book/colab/{Path(page_path).stem}.ipynb"  # the chapter's Colab edition
         if target != expected:
-            problems.append(f"Colab link opens {target}, expected this page's notebook {expected}")
+            problems.append(f"Colab link opens {target}, expected this page's Colab edition {expected}")
         if not target.endswith(".ipynb"):
             problems.append(f"Colab link opens {target}, which is not a notebook")
         elif not (ROOT / target).is_file():

@@ -27,7 +27,18 @@ INSTALL_CELL = '''\
 # the numpy, torch and ipywidgets that are already there: nothing gets upgraded.
 import importlib.util, subprocess, sys
 if importlib.util.find_spec("lattn_edu") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{requirement}"], check=True)'''
+    requirement = "{requirement}"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        class InstallFailed(Exception):
+            def _render_traceback_(self):  # IPython shows this message alone, no traceback
+                return [str(self)]
+        said = [line.strip() for line in pip.stderr.splitlines() if line.strip()] or ["(pip said nothing)"]
+        reason = next((line for line in said if line.startswith(("ERROR", "fatal"))), said[-1])
+        raise InstallFailed(f"Could not install lattn_edu, which this notebook needs: {{reason}}\\n"
+                            f"Connect to the internet, run  pip install '{{requirement}}'  "
+                            f"and then run this cell again.")'''
 
 
 def install_requirement(config_path: Path = ROOT / "_config.yml") -> str:

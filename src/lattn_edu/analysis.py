@@ -133,7 +133,10 @@ class AttentionCost:
 
     @property
     def compute_ratio(self) -> float:
-        """How many times more multiply-adds softmax attention needs."""
+        """How many times more multiply-adds softmax attention needs: N²(d + d_v) / (2 N m d_v).
+
+        That is N(d + d_v) / (2 m d_v), which is N/d when d = d_v = m.
+        """
         return self.softmax_macs / self.linear_macs
 
 

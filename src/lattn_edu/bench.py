@@ -45,6 +45,7 @@ import numpy as np
 
 import lattn_edu as la
 
+from . import records
 from .backends import BACKENDS
 from .linear import FORMS
 from .timing import crossover_size
@@ -660,14 +661,13 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 def load_results(path: str | os.PathLike | None = None, name: str = "bench.json") -> dict:
-    """A recorded benchmark: ``path``, else the checkout's ``benchmarks/results/<name>``, else
-    the copy shipped with the package (so the book's chapters run anywhere, Colab included)."""
-    candidates = [Path(path)] if path is not None else [RESULTS / name, PACKAGED / name]
-    for candidate in candidates:
-        if candidate.is_file():
-            return json.loads(candidate.read_text(encoding="utf-8"))
-    raise FileNotFoundError(f"no recorded benchmark at {', '.join(map(str, candidates))}; "
-                            f"run lattn-edu bench")
+    """A recorded benchmark: ``path``, else ``name`` through :func:`lattn_edu.records.load_record`
+    (the checkout's ``benchmarks/results/``, then the copy shipped with the package)."""
+    if path is None:
+        return records.load_record(name)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no recorded benchmark at {path}; run lattn-edu bench")
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 _STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-"), "torch chunkwise": ("C1", "^", "--"),

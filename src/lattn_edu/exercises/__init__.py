@@ -1,6 +1,6 @@
 """Self-checking exercises and concept checks for the course (one module per chapter).
 
-``CATALOG`` maps ids like ``"ch03.associativity"`` to :class:`Exercise` objects::
+``CATALOG`` maps ids like ``"ch03.parallel_form"`` to :class:`Exercise` objects::
 
     from lattn_edu import exercises
     ex = exercises.CATALOG["ch02.elu_plus_one"]

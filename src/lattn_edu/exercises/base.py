@@ -1,6 +1,6 @@
 """Self-checking exercises: a student's answer is tested against the package's reference.
 
-An :class:`Exercise` holds an id such as ``"ch03.associativity"``, the reference
+An :class:`Exercise` holds an id such as ``"ch03.parallel_form"``, the reference
 ``solution`` (a function or a value) and a checker. ``check(answer)`` returns quietly
 when the answer is right and raises :class:`ExerciseFailed` (an ``AssertionError``)
 otherwise, with a message that names the input it tried, what was expected and what it

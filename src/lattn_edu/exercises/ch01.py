@@ -50,6 +50,37 @@ def _output_cases():
     return cases
 
 
+def solution_normaliser_last(q, k, v):
+    """Softmax attention as D⁻¹(E V): V enters before the division. [N_q, d], [N, d], [N, d_v]."""
+    scores = q @ k.T / np.sqrt(q.shape[-1])  # [N_q, N]
+    # subtracting the row maximum scales row i of E by one number, which D⁻¹ cancels too
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))  # E, up to a factor per row
+    unnormalised = e @ v  # E V  [N_q, d_v]
+    row_sums = e @ np.ones(len(k))  # E 1: the diagonal of D  [N_q]
+    return unnormalised / row_sums[:, None]
+
+
+def _reference_normaliser_last(q, k, v):
+    return la.softmax_attention(q, k, v)
+
+
+def _normaliser_cases():
+    rng = np.random.default_rng(103)
+    cases = [{"q": rng.standard_normal((n_q, d)), "k": rng.standard_normal((n, d)),
+              "v": rng.standard_normal((n, d_v))}
+             for n_q, n, d, d_v in ((1, 1, 2, 1), (3, 7, 4, 5), (13, 13, 3, 2))]
+    cases.append({"q": 25 * rng.standard_normal((5, 4)), "k": 25 * rng.standard_normal((9, 4)),
+                  "v": rng.standard_normal((9, 3))})  # scores in the hundreds: exp overflows
+    return cases
+
+
+def _decade_factors():
+    """How many times the N×N matrix outgrows (the state, the KV cache) from N = 10⁴ to 10⁵."""
+    before, after = (la.attention_cost(n=n, d=128) for n in (10_000, 100_000))
+    over_cache = [c.softmax_matrix_entries / c.kv_cache_entries for c in (before, after)]
+    return np.array([after.memory_ratio / before.memory_ratio, over_cache[1] / over_cache[0]])
+
+
 EXERCISES = [
     Exercise("ch01.causal_weights", "Build the causal softmax attention matrix A", "code",
              solution_causal_weights,
@@ -59,4 +90,11 @@ EXERCISES = [
              lambda answer: check_function(answer, la.softmax_attention, _output_cases(), rtol=1e-5)),
     value_exercise("ch01.matrix_entries", "Entries of one head's N×N attention matrix at N = 100,000",
                    la.attention_cost(n=100_000, d=128).softmax_matrix_entries),
+    Exercise("ch01.normaliser_last", "Softmax attention with the normaliser applied last, D⁻¹(E V)",
+             "code", solution_normaliser_last,
+             lambda answer: check_function(answer, _reference_normaliser_last, _normaliser_cases(),
+                                           rtol=1e-9)),
+    value_exercise("ch01.decade_factors",
+                   "Predict: from N = 10⁴ to 10⁵, how many times does the N×N matrix grow "
+                   "relative to the state, and relative to the KV cache?", _decade_factors()),
 ]

@@ -6,7 +6,7 @@ import numpy as np
 
 import lattn_edu as la
 
-from .base import code_exercise, value_exercise
+from .base import Exercise, check_function, code_exercise, value_exercise
 
 
 def solution_elu_plus_one(x):
@@ -34,6 +34,24 @@ def _weight_cases():
             for n, d in ((1, 3), (5, 4), (63, 8))]
 
 
+def solution_rank_bound(n, m):
+    """The largest rank φ(Q)φ(K)ᵀ can have for N tokens and m features: min(N, m).
+
+    φ(Q)φ(K)ᵀ = F Gᵀ with F, G of shape [N, m]; every column of F Gᵀ is F times a vector, so
+    it lies in the column space of F, whose dimension is at most min(N, m).
+    """
+    return min(n, m)
+
+
+def _reference_rank_bound(n, m):
+    return min(n, m)
+
+
+def _rank_cases():
+    return [{"n": n, "m": m} for n, m in ((1, 1), (1, 5), (6, 1), (7, 3), (3, 7), (64, 16),
+                                           (100_000, 128))]
+
+
 EXERCISES = [
     code_exercise("ch02.elu_plus_one", "Write the elu+1 feature map", solution_elu_plus_one,
                   _elu_cases, rtol=1e-6),
@@ -43,4 +61,7 @@ EXERCISES = [
     value_exercise("ch02.one_weight", "One weight by hand: φ(q)·φ(k) with elu+1 for q = [1, -1], k = [0.5, 2]",
                    float(la.elu_plus_one(np.array([1.0, -1.0])) @ la.elu_plus_one(np.array([0.5, 2.0]))),
                    rtol=1e-3),
+    Exercise("ch02.rank_bound", "Prove and state the largest rank of φ(Q)φ(K)ᵀ for N tokens, "
+             "m features", "code", solution_rank_bound,
+             lambda answer: check_function(answer, _reference_rank_bound, _rank_cases(), rtol=1e-9)),
 ]

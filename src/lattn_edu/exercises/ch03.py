@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import lattn_edu as la
+from lattn_edu.timing import loglog_slope
 
 from .base import Exercise, check_function, value_exercise
 
@@ -50,6 +51,32 @@ def _cost_cases():
                                            (100_000, 128))]
 
 
+def solution_work_ratio(n, d, d_v, m):
+    """How many times more multiply-adds softmax attention needs than φ(Q)(φ(K)ᵀV).
+
+    N²(d + d_v) for the scores and A V, against 2 N m d_v: the ratio N(d + d_v) / (2 m d_v).
+    """
+    return n * n * (d + d_v) / (2 * n * m * d_v)
+
+
+def _reference_work_ratio(n, d, d_v, m):
+    return la.attention_cost(n=n, d=d, d_v=d_v, m=m).compute_ratio
+
+
+def _ratio_cases():
+    return [{"n": n, "d": d, "d_v": d_v, "m": m}
+            for n, d, d_v, m in ((1, 1, 1, 1), (7, 3, 5, 11), (1000, 64, 64, 64),
+                                 (4097, 32, 128, 256), (100_000, 128, 64, 16))]
+
+
+def _count_slopes():
+    """The log–log slopes of the softmax and linear multiply-add counts against N (d = 64)."""
+    sizes = np.array([1_000, 2_000, 4_000, 8_000, 16_000])
+    counts = [la.attention_cost(n=int(n), d=64) for n in sizes]
+    return np.array([loglog_slope(sizes, [c.softmax_macs for c in counts]),
+                     loglog_slope(sizes, [c.linear_macs for c in counts])])
+
+
 EXERCISES = [
     Exercise("ch03.parallel_form", "The parallel form φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1) from features",
              "code", solution_parallel_form,
@@ -63,4 +90,11 @@ EXERCISES = [
     value_exercise("ch03.work_ratio",
                    "How many times more multiply-adds the left order needs at N = 32,768, d = d_v = m = 64",
                    la.attention_cost(n=32_768, d=64).compute_ratio, rtol=1e-3),
+    Exercise("ch03.work_ratio_formula",
+             "Derive how many times more multiply-adds softmax needs, for any d, d_v and m", "code",
+             solution_work_ratio,
+             lambda answer: check_function(answer, _reference_work_ratio, _ratio_cases(), rtol=1e-9)),
+    value_exercise("ch03.count_slopes",
+                   "Predict the log–log slopes of the two multiply-add counts against N",
+                   _count_slopes(), rtol=1e-6),
 ]

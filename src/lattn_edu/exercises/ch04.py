@@ -82,6 +82,29 @@ def _sequence_cases():
     return cases
 
 
+def solution_generation_work(n_tokens, d):
+    """Multiply-adds of generating T tokens from an empty context, d = d_v = m: (cache, state).
+
+    Step t of a softmax decoder compares one query with t cached keys and averages t values,
+    t(d + d_v) multiply-adds, so T steps cost (d + d_v) T(T + 1)/2. The state's step costs
+    2 m d_v whatever t is, so T steps cost 2 m d_v T.
+    """
+    d_v = m = d
+    return (d + d_v) * n_tokens * (n_tokens + 1) // 2, 2 * m * d_v * n_tokens
+
+
+def _reference_generation_work(n_tokens, d):
+    """Step by step: the work of step t is the KV cache it reads, t(d + d_v), or 2 m d_v."""
+    cache = sum(la.attention_cost(n=t, d=d).kv_cache_entries for t in range(1, n_tokens + 1))
+    state = sum(2 * la.attention_cost(n=t, d=d).linear_state_entries
+                for t in range(1, n_tokens + 1))
+    return cache, state
+
+
+def _generation_cases():
+    return [{"n_tokens": t, "d": d} for t, d in ((1, 1), (2, 3), (7, 5), (101, 64), (1000, 128))]
+
+
 EXERCISES = [
     Exercise("ch04.update", "The recurrent update (S, z, φ(k), v) -> (S', z')", "code", solution_update,
              lambda answer: check_function(answer, _reference_update,
@@ -93,4 +116,9 @@ EXERCISES = [
     Exercise("ch04.causal_scan", "Causal linear attention as a scan over the tokens", "code",
              solution_causal_scan,
              lambda answer: check_function(answer, _reference_causal_scan, _sequence_cases(), rtol=1e-5)),
+    Exercise("ch04.generation_work",
+             "Derive the total multiply-adds of generating T tokens: KV cache vs state", "code",
+             solution_generation_work,
+             lambda answer: check_function(answer, _reference_generation_work,
+                                           _generation_cases(), rtol=1e-9, outputs=2)),
 ]

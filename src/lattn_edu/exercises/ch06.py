@@ -83,6 +83,38 @@ def _check_rescaled_features(answer):
 # eq-ch06-variance for unit q and k with q·k = 0.5: ||q + k||² = 1 + 2·0.5 + 1 = 3.
 RELATIVE_MSE = (np.exp(3.0) - 1) / 16
 
+# The smallest m with (e³ - 1) / m <= 0.1², a relative RMS error of at most 10%.
+FEATURES_FOR_TEN_PERCENT = int(np.ceil((np.exp(3.0) - 1) / 0.1**2))
+
+
+def solution_favor_variance(q, k, m):
+    """Var[φ(q)·φ(k)] for m iid FAVOR+ directions: e^(2 q·k) (e^(||q+k||²) - 1) / m.
+
+    One term e^(w·(q+k) - (||q||² + ||k||²)/2) has mean e^(q·k) and, by the Gaussian
+    moment-generating function at u = 2(q + k), second moment e^(2 q·k) e^(||q+k||²);
+    the m terms are independent, so the variance of their mean is 1/m of one term's.
+    """
+    return np.exp(2 * q @ k) * np.expm1(((q + k) ** 2).sum()) / m
+
+
+def _variance_cases():
+    rng = np.random.default_rng(63)
+    cases = [{"q": 0.5 * rng.standard_normal(d), "k": 0.5 * rng.standard_normal(d), "m": m}
+             for d, m in [(3, 8), (16, 64), (7, 1), (1, 5)]]
+    return cases + [{"q": np.zeros(4), "k": rng.standard_normal(4), "m": 2}]  # q = 0
+
+
+def measured_favor_variance(q, k, m, draws=20_000, seed=0):
+    """The variance of φ(q)·φ(k) over ``draws`` independent sets of m iid directions.
+
+    One wide map with m·draws iid directions is cut into groups of m: each group is an
+    independent FAVOR+ map of width m, once its 1/(m·draws) is turned into 1/m.
+    """
+    wide = la.FavorPlus(q.shape[-1], m * draws, orthogonal=False, seed=seed)
+    products = (wide(q) * wide(k)).reshape(draws, m)  # [draws, m]
+    estimates = products.sum(axis=1) * draws  # φ(q)·φ(k) of each width-m map  [draws]
+    return float(estimates.var(ddof=1))
+
 EXERCISES = [
     Exercise("ch06.favor_features", "Build the FAVOR+ features φ(x) from the projection W", "code",
              solution_favor_features, _check_favor_features),
@@ -93,4 +125,9 @@ EXERCISES = [
     value_exercise("ch06.relative_mse",
                    "The relative mean squared error for unit q, k with q·k = 0.5 at m = 16",
                    float(RELATIVE_MSE), rtol=4e-3),
+    code_exercise("ch06.favor_variance", "Derive the variance of the FAVOR+ estimate of e^(q·k)",
+                  solution_favor_variance, _variance_cases, rtol=1e-6),
+    value_exercise("ch06.features_for_accuracy",
+                   "The fewest iid features for a 10% relative RMS error at unit q, k, q·k = 0.5",
+                   float(FEATURES_FOR_TEN_PERCENT), rtol=1e-4),
 ]

@@ -14,7 +14,7 @@ from .base import Exercise, check_function, value_exercise
 
 
 def solution_numerical_rank(a):
-    """How many singular values exceed max(M, N)·ε·σ_max, with ε the machine epsilon of a's dtype."""
+    """How many singular values exceed max(n_1, n_2)·ε·σ_max, with ε the machine epsilon of a's dtype."""
     sigma = np.linalg.svd(a, compute_uv=False)  # largest first
     threshold = max(a.shape) * np.finfo(a.dtype).eps * sigma[0]
     return int((sigma > threshold).sum())
@@ -80,6 +80,28 @@ def _check_causal_denominator(answer):
                    _denominator_cases(), rtol=1e-5)
 
 
+def solution_elu_limit_weights(q, k):
+    """The elu+1 weights of the queries s·q on the keys k in the limit s -> ∞: [N_q, d], [N, d]
+    -> [N_q, N]. For large s, φ(s q) ≈ s·max(q, 0), and s cancels in each row's normalisation.
+    Every query needs a positive coordinate (otherwise max(q, 0) = 0 and the limit differs)."""
+    scores = np.maximum(q, 0) @ la.elu_plus_one(k).T  # [N_q, N]
+    return scores / scores.sum(-1, keepdims=True)
+
+
+def _limit_cases():
+    rng = np.random.default_rng(73)
+    q, k = rng.standard_normal((7, 5)), rng.standard_normal((11, 5))
+    q[:, 0] = np.abs(q[:, 0]) + 0.1  # every query has a positive coordinate
+    one_hot = np.eye(4)[[2]]  # a single positive coordinate: the limit reads one feature
+    q32, k32 = rng.uniform(0.1, 1.0, (2, 9, 3)).astype(np.float32)
+    return [{"q": q, "k": k}, {"q": one_hot, "k": rng.standard_normal((6, 4))},
+            {"q": q32, "k": k32}, {"q": q[:1], "k": k[:1]}]  # N = 1: the weight is 1
+
+
+def _check_elu_limit(answer):
+    check_function(answer, solution_elu_limit_weights, _limit_cases(), rtol=1e-5)
+
+
 EXERCISES = [
     Exercise("ch07.numerical_rank", "Estimate the numerical rank of a matrix", "code",
              solution_numerical_rank, _check_numerical_rank),
@@ -87,6 +109,8 @@ EXERCISES = [
              solution_row_entropy, _check_row_entropy),
     Exercise("ch07.causal_denominator", "The causal denominator φ(q_i)ᵀz_i at every position", "code",
              solution_causal_denominator, _check_causal_denominator),
+    Exercise("ch07.elu_limit", "Derive the zero-temperature limit of elu+1 attention weights",
+             "code", solution_elu_limit_weights, _check_elu_limit),
     value_exercise("ch07.max_rank",
                    "The largest possible rank of a non-causal linear-attention matrix with N = 256, m = 16",
                    16.0, rtol=1e-6),

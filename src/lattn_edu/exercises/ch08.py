@@ -1,7 +1,7 @@
-"""Exercises for chapter 8: retention, its decay matrix and its three forms.
+"""Exercises for chapter 8: retention, its decay mask and its three forms; an SSM's kernel.
 
-The checkers compare against ``la.decay_matrix`` and ``la.retention`` (recurrent and
-chunkwise forms).
+The checkers compare against ``la.decay_matrix``, ``la.retention`` (recurrent and
+chunkwise forms) and the impulse response of ``la.diagonal_ssm``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .base import Exercise, check_function, value_exercise
 
 
 def solution_decay_matrix(gamma, n):
-    """D[i, j] = γ^(i-j) for j <= i and 0 above the diagonal, [n, n]."""
+    """L[i, j] = γ^(i-j) for j <= i and 0 above the diagonal, [n, n]."""
     distance = np.subtract.outer(np.arange(n), np.arange(n))  # i - j
     return np.where(distance >= 0, gamma ** np.maximum(distance, 0), 0.0)
 
@@ -30,7 +30,7 @@ def _check_decay_matrix(answer):
 
 
 def solution_recurrent_retention(q, k, v, gamma):
-    """S_n = γ S_{n-1} + k_n v_nᵀ, o_n = q_nᵀ S_n, token by token: [N, d], [N, d_v] -> [N, d_v]."""
+    """S_n = γ S_{n-1} + k_n v_nᵀ, o_n = S_nᵀ q_n, token by token: [N, d], [N, d_v] -> [N, d_v]."""
     state = np.zeros((k.shape[-1], v.shape[-1]))  # S_0 = 0  [d, d_v]
     out = np.zeros((q.shape[0], v.shape[-1]))
     for n in range(q.shape[0]):
@@ -85,8 +85,37 @@ def _check_chunkwise_retention(answer):
         q, k, v, gamma, form="chunkwise", chunk_size=chunk_size), _chunkwise_cases(), rtol=1e-5)
 
 
+def solution_convolution_kernel(a, b, c, n):
+    """κ_s = Σ_r c_r a_r^s b_r for s = 0 .. n-1: a diagonal SSM's kernel, [m] each -> [n]."""
+    lags = np.arange(n)[:, None]  # [n, 1]
+    return (c * b * a ** lags).sum(axis=-1)
+
+
+def _kernel_cases():
+    rng = np.random.default_rng(82)
+    cases = [{"a": np.array([0.5, 0.8, 0.95, 0.99]), "b": rng.standard_normal(4),
+              "c": rng.standard_normal(4), "n": 64},
+             {"a": np.array([0.3]), "b": np.array([2.0]), "c": np.array([-1.5]), "n": 9},  # m = 1
+             {"a": rng.uniform(0.1, 1.0, 7), "b": rng.standard_normal(7),
+              "c": rng.standard_normal(7), "n": 1},  # n = 1: κ_0 = c·b
+             {"a": np.array([1.0, 0.9, 0.05]), "b": rng.standard_normal(3),  # a = 1: never fades
+              "c": rng.standard_normal(3), "n": 13}]
+    return cases
+
+
+def _check_convolution_kernel(answer):
+    check_function(answer, solution_convolution_kernel, _kernel_cases(), rtol=1e-9)
+
+
+def steady_rms_level(gamma: float) -> float:
+    """lim RMS|o_n| / RMS|one term| for retention on independent zero-mean q, k, v: the
+    terms γ^(n-j) (q_n·k_j) v_j are uncorrelated, so their variances add up to
+    Σ_t γ^(2t) = 1 / (1 - γ²)."""
+    return float(1 / np.sqrt(1 - gamma**2))
+
+
 EXERCISES = [
-    Exercise("ch08.decay_matrix", "Write retention's decay matrix D", "code",
+    Exercise("ch08.decay_matrix", "Write retention's decay mask L", "code",
              solution_decay_matrix, _check_decay_matrix),
     Exercise("ch08.recurrent_retention", "Recurrent retention, one token at a time", "code",
              solution_recurrent_retention, _check_recurrent_retention),
@@ -94,4 +123,9 @@ EXERCISES = [
              "code", solution_chunkwise_retention, _check_chunkwise_retention),
     value_exercise("ch08.half_life", "The half-life ln 2 / (-ln γ) at γ = 0.9, in tokens",
                    float(np.log(2) / -np.log(0.9)), rtol=4e-3),
+    Exercise("ch08.convolution_kernel", "Derive a diagonal SSM's convolution kernel κ", "code",
+             solution_convolution_kernel, _check_convolution_kernel),
+    value_exercise("ch08.steady_level",
+                   "Where retention's output RMS levels off at γ = 0.9, in units of one term",
+                   steady_rms_level(0.9), rtol=4e-3),
 ]

@@ -37,6 +37,11 @@ def _chunk_cases():
     return cases
 
 
+def multiply_adds_per_number(a: int, b: int, c: int) -> float:
+    """A product [a, b]·[b, c]: abc multiply–adds over the ab + bc + ac numbers it reads and writes."""
+    return a * b * c / (a * b + b * c + a * c)
+
+
 EXERCISES = [
     code_exercise("ch09.chunk_step", "One chunk of the chunkwise form: outputs, then the carried state",
                   solution_chunk_step, _chunk_cases, rtol=1e-5, outputs=3),
@@ -44,4 +49,10 @@ EXERCISES = [
                    (64 * (64 + 64) + 2 * 64 * 64) / (2 * 64 * 64)),
     value_exercise("ch09.state_kib", "The float32 state S of one head at m = d_v = 128, in KiB",
                    128 * 128 * 4 / 1024),
+    value_exercise("ch09.read_reuse",
+                   "Multiply–adds per number moved by the read Q_c S at C = 64, m = d_v = 128",
+                   multiply_adds_per_number(64, 128, 128)),
+    value_exercise("ch09.slopes",
+                   "The log–log slopes of time against N: chunkwise linear, then causal softmax",
+                   np.array([1.0, 2.0]), rtol=1e-3),
 ]
