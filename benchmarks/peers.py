@@ -11,6 +11,19 @@ against an independent baseline rather than against themselves.
   flash-linear-attention and of the GLA / RetNet papers, written in plain torch.
 - :func:`sdpa_causal_softmax_attention`: ``torch.nn.functional.scaled_dot_product_attention``
   with ``is_causal=True`` (a fused, FlashAttention-style kernel on CPU and on CUDA).
+
+For the gated family (``lattn-edu bench --gated``), chunkwise forms written the way
+flash-linear-attention's naive chunk references are (``fla/ops/simple_gla/naive.py``,
+``fla/ops/gated_delta_rule/naive.py``; its GLA kernels for the vector gate): zero-pad to whole
+chunks, reshape to [..., n_chunks, C, d], compute everything a chunk needs of itself for all
+chunks at once in batched matmuls, and pass the state from chunk to chunk in a Python loop.
+Each takes q, k [..., N, d_k], v [..., N, d_v] and scales q by d_k^-1/2:
+
+- :func:`torch_chunkwise_simple_gla`: one log decay per step, g [..., N] (Mamba-2, simple GLA);
+- :func:`torch_chunkwise_gla`: one log decay per key channel, g [..., N, d_k] (GLA), the
+  intra-chunk weights from sub-chunks of 16 as GLA's kernels build them;
+- :func:`torch_chunkwise_delta_rule`: the gated delta rule with β [..., N] and g [..., N],
+  in the WY / UT-transform representation.
 """
 
 from __future__ import annotations
@@ -43,6 +56,102 @@ def torch_chunkwise_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.
     denominator = weights.sum(-1) + (q @ normalisers.unsqueeze(-1)).squeeze(-1)
     out = numerator / (denominator.unsqueeze(-1) + eps)
     return out.reshape(*lead, n_chunks * chunk_size, d_v)[..., :n, :]
+
+
+def _chunked(x: torch.Tensor, chunk_size: int) -> torch.Tensor:
+    """[..., N, w] -> [..., n_chunks, C, w], zero rows appended (no weight, no decay, no state)."""
+    x = F.pad(x, (0, 0, 0, -x.shape[-2] % chunk_size))
+    return x.reshape(*x.shape[:-2], -1, chunk_size, x.shape[-1])
+
+
+def _states_before_chunks(chunk_states: torch.Tensor, chunk_decays: torch.Tensor) -> torch.Tensor:
+    """S before each chunk, [..., n_c, d_k, d_v]: S ← diag(decay_c) S + chunk_state_c, chunk by chunk.
+
+    chunk_decays [..., n_c, d_k] are exp(Σ g) over each chunk (one per key row of S)."""
+    state = torch.zeros_like(chunk_states[..., 0, :, :])
+    before = []
+    for c in range(chunk_states.shape[-3]):
+        before.append(state)
+        state = chunk_decays[..., c, :, None] * state + chunk_states[..., c, :, :]
+    return torch.stack(before, dim=-3)
+
+
+def torch_chunkwise_simple_gla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                               chunk_size: int = 64) -> torch.Tensor:
+    """o_t = d_k^-1/2 · S_tᵀ q_t with S_t = exp(g_t) S_{t-1} + k_t v_tᵀ; g [..., N] -> [..., N, d_v]."""
+    n, d_k = q.shape[-2:]
+    q, k, v = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v))  # [..., n_c, C, ·]
+    b = torch.cumsum(_chunked(g[..., None], chunk_size)[..., 0], dim=-1)  # in-chunk cumulative  [..., n_c, C]
+    lower = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=q.device).tril()
+    mask = torch.exp((b[..., :, None] - b[..., None, :]).masked_fill(~lower, float("-inf")))  # [..., C, C]
+    inner = ((q @ k.transpose(-1, -2)) * mask) @ v
+    last = b[..., -1:]  # [..., n_c, 1]
+    chunk_states = (k * torch.exp(last - b)[..., None]).transpose(-1, -2) @ v  # [..., n_c, d_k, d_v]
+    states = _states_before_chunks(chunk_states, torch.exp(last).expand(*last.shape[:-1], d_k))
+    out = inner + (q * torch.exp(b)[..., None]) @ states
+    return out.flatten(-3, -2)[..., :n, :]
+
+
+def torch_chunkwise_gla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                        chunk_size: int = 64, sub_chunk: int = 16) -> torch.Tensor:
+    """GLA: S_t = diag(exp(g_t)) S_{t-1} + k_t v_tᵀ, o_t = d_k^-1/2 · S_tᵀ q_t; g [..., N, d_k].
+
+    Inside a chunk the weights Σ_r q_ir k_jr exp(b_ir − b_jr) come from sub-chunks: between two
+    sub-chunks, queries and keys are rescaled to the start of the query's sub-chunk (both factors
+    <= 1) and multiplied; inside one, a loop over its key positions."""
+    n, d_k = q.shape[-2:]
+    q, k, v, g = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v, g))
+    b = torch.cumsum(g, dim=-2)  # [..., n_c, C, d_k]
+    weights = q.new_zeros(*q.shape[:-1], chunk_size)  # [..., n_c, C, C]
+    for start in range(0, chunk_size, sub_chunk):
+        rows = slice(start, start + sub_chunk)
+        reference = b[..., start:start + 1, :]  # b just inside the sub-chunk's first row
+        q_sub, b_sub = q[..., rows, :], b[..., rows, :]
+        if start > 0:  # earlier sub-chunks
+            q_scaled = q_sub * torch.exp(b_sub - reference)
+            k_scaled = k[..., :start, :] * torch.exp(reference - b[..., :start, :])
+            weights[..., rows, :start] = q_scaled @ k_scaled.transpose(-1, -2)
+        for j in range(start, min(start + sub_chunk, chunk_size)):  # the sub-chunk itself, one key at a time
+            exponent = (b_sub - b[..., j:j + 1, :]).clamp(max=0)  # rows before j are masked below
+            column = (q_sub * k[..., j:j + 1, :] * torch.exp(exponent)).sum(-1)
+            weights[..., rows, j] = column * (torch.arange(start, start + sub_chunk, device=q.device) >= j)
+    inner = weights @ v
+    last = b[..., -1:, :]  # [..., n_c, 1, d_k]
+    chunk_states = (k * torch.exp(last - b)).transpose(-1, -2) @ v
+    states = _states_before_chunks(chunk_states, torch.exp(last[..., 0, :]))
+    out = inner + (q * torch.exp(b)) @ states
+    return out.flatten(-3, -2)[..., :n, :]
+
+
+def torch_chunkwise_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
+                               g: torch.Tensor | None = None, chunk_size: int = 64) -> torch.Tensor:
+    """The (gated) delta rule S_t = (I − β_t k_t k_tᵀ) exp(g_t) S_{t-1} + β_t k_t v_tᵀ,
+    o_t = d_k^-1/2 · S_tᵀ q_t, with β [..., N] and g [..., N] (None: no decay) -> [..., N, d_v].
+
+    Per chunk, T = (I + strict_tril(diag(β) K Kᵀ ⊙ L))⁻¹ by a triangular solve for all chunks
+    at once, W = T diag(β ⊙ exp(b)) K and U = T diag(β) V; then chunk by chunk the pseudo-values
+    U − W S feed the output and the state."""
+    n, d_k = q.shape[-2:]
+    q, k, v = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v))
+    beta = _chunked(beta[..., None], chunk_size)  # [..., n_c, C, 1]
+    b = (torch.zeros_like(beta[..., 0]) if g is None
+         else torch.cumsum(_chunked(g[..., None], chunk_size)[..., 0], dim=-1))  # [..., n_c, C]
+    lower = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=q.device).tril()
+    mask = torch.exp((b[..., :, None] - b[..., None, :]).masked_fill(~lower, float("-inf")))  # L
+    eye = torch.eye(chunk_size, dtype=q.dtype, device=q.device)
+    system = eye + (beta * (k @ k.transpose(-1, -2)) * mask).tril(-1)
+    t_matrix = torch.linalg.solve_triangular(system, eye.expand_as(system), upper=False, unitriangular=True)
+    w = t_matrix @ (beta * torch.exp(b)[..., None] * k)  # [..., n_c, C, d_k]
+    u = t_matrix @ (beta * v)  # [..., n_c, C, d_v]
+    inner_weights = (q @ k.transpose(-1, -2)) * mask
+    q_decayed, k_decayed = q * torch.exp(b)[..., None], k * mask[..., -1, :, None]  # exp(b), exp(b_last − b)
+    state = q.new_zeros(*q.shape[:-3], d_k, v.shape[-1])
+    out = torch.empty_like(v)
+    for c in range(q.shape[-3]):
+        pseudo = u[..., c, :, :] - w[..., c, :, :] @ state
+        out[..., c, :, :] = q_decayed[..., c, :, :] @ state + inner_weights[..., c, :, :] @ pseudo
+        state = torch.exp(b[..., c, -1, None, None]) * state + k_decayed[..., c, :, :].transpose(-1, -2) @ pseudo
+    return out.flatten(-3, -2)[..., :n, :]
 
 
 def sdpa_causal_softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -803,6 +803,9 @@ def write_plots(record: dict, out: Path) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gated", action="store_true",
+                        help="instead: the gated family's chunkwise kernels (scalar and vector decay, "
+                             "the delta rule) against torch peers; writes bench_gated.json")
     parser.add_argument("--quick", action="store_true",
                         help=f"fewer sizes (N = {', '.join(map(str, QUICK_SIZES))}), fewer repeats, "
                              "tighter limits: a few minutes; writes to benchmarks/results/quick/")
@@ -859,6 +862,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, started: float) -> int:
+    if args.gated:
+        from .bench_gated import run as run_gated
+
+        return run_gated(args, started)
     try:
         settings = settings_from(args)
         peers = load_peers(args.peers)

@@ -1,12 +1,16 @@
-"""Backends: the same four forms of linear attention on different engines (chapter 9).
+"""Backends: the same forms of linear attention and its gated family on different engines (chapter 9).
 
 Every backend module exposes
 
 - ``FORMS``: {form name: kernel}; a kernel takes ``(phi_q, phi_k, v, causal, eps)``
   (the chunkwise one also ``chunk_size``) with features [..., N_q, m], [..., N, m]
   and values [..., N, d_v], and returns [..., N_q, d_v] in the inputs' dtype;
-- ``to_backend(q, k, v) -> (q, k, v, restore)``: the inputs in the backend's array
-  type, and the function that turns an output back into the caller's type;
+- ``GATED_FORMS`` ('recurrent', 'parallel', 'chunkwise') and ``DELTA_FORMS`` ('recurrent',
+  'chunkwise'): the forms of :func:`lattn_edu.gated_linear_attention` and
+  :func:`lattn_edu.delta_rule`, taking checked ``(q, k, v[, beta], log_decay, scale,
+  initial_state, chunk_size)`` and returning ``(o, final_state)`` (see :mod:`lattn_edu.gated`);
+- ``to_backend(*arrays) -> (*arrays, restore)``: the inputs in the backend's array type
+  (None passes through), and the function that turns an output back into the caller's type;
 - optionally ``FUSED``: {(form, feature map name): kernel} for kernels that take raw
   ``(q, k, v, causal, eps[, chunk_size])`` and apply the feature map themselves (the numba
   chunkwise form with elu+1); :func:`lattn_edu.linear_attention` prefers them.
@@ -37,7 +41,8 @@ def available_backends() -> tuple[str, ...]:
 def get_backend(name: str) -> ModuleType:
     """The backend module for ``name``; ``ImportError`` naming the install command if missing."""
     check_choice(name, "backend", BACKENDS)
-    if name not in available_backends():
+    # Only the engine asked for: looking for a missing one searches the whole path, every call.
+    if name != "numpy" and importlib.util.find_spec(name) is None:
         raise ImportError(f"backend={name!r} needs the {name} package, which is not installed; "
                           f"install it with: {_INSTALL[name]}")
     return importlib.import_module(f"{__name__}.{_MODULES[name]}")

@@ -8,6 +8,9 @@ compiled by numba to machine code:
 - arithmetic stays in the inputs' dtype (eps is cast to it), so float32 stays float32;
   eps may be one float or a guard per query [..., N_q, 1] (see the reference forms).
 
+The gated family lives in :mod:`.numba_gated` and :mod:`.numba_delta` (``GATED_FORMS`` and
+``DELTA_FORMS`` are re-exported here), the BLAS wrappers every kernel shares in :mod:`.numba_blas`.
+
 The quadratic, parallel and recurrent forms are plain loops, written to be read next to
 their equations. The normaliser rides along as an extra value: with a column of ones
 appended to V, the state φ(K)ᵀ[V | 1] = [S | z] is one [m, d_v + 1] matrix, so numerator
@@ -441,8 +444,4 @@ def to_backend(*arrays: Any) -> tuple[Any, ...]:
     if any(is_torch_tensor(x) for x in arrays):
         raise TypeError("backend='numba' takes numpy arrays; got torch.Tensor. "
                         "Use backend='torch' for tensors.")
-    return (*arrays, _unchanged)
-
-
-def _unchanged(out: Any) -> Any:
-    return out
+    return (*arrays, lambda out: out)

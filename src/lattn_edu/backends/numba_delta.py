@@ -26,33 +26,38 @@ from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower
 from .numba_gated import flatten_inputs
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def _recurrent_kernel(q, k, v, beta, g, decayed, scale, state, out):
-    """The scan, state [B, d_k, d_v] updated in place; g [B, N] (unread unless ``decayed``).
+@njit(cache=True, fastmath=_FAST)
+def _recurrent_sequence(q, k, v, beta, g, decayed, scale, s, out):
+    """The scan of one sequence, s [d_k, d_v] updated in place; g [N] (unread unless ``decayed``).
 
     Per token two passes over S: the error e = β (v − exp(g) Sᵀk), then
     S_r ← exp(g) S_r + k_r e and o += scale q_r S_r, row r of S at a time.
     """
-    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    n, d_k, d_v = k.shape[0], k.shape[1], v.shape[1]
     one = v.dtype.type(1)
-    for b in prange(q.shape[0]):
-        s = state[b]  # [d_k, d_v]
-        error = np.empty(d_v, v.dtype)
-        for t in range(n):
-            decay = np.exp(g[b, t]) if decayed else one
-            k_t, v_t, o = k[b, t], v[b, t], out[b, t]
-            error[:] = 0
-            for r in range(d_k):
-                for c in range(d_v):
-                    error[c] += k_t[r] * s[r, c]  # Sᵀk
+    error = np.empty(d_v, v.dtype)
+    for t in range(n):
+        decay = np.exp(g[t]) if decayed else one
+        k_t, v_t, o = k[t], v[t], out[t]
+        error[:] = 0
+        for r in range(d_k):
             for c in range(d_v):
-                error[c] = beta[b, t] * (v_t[c] - decay * error[c])
-            o[:] = 0
-            for r in range(d_k):
-                k_r, q_r = k_t[r], q[b, t, r] * scale
-                for c in range(d_v):
-                    s[r, c] = decay * s[r, c] + k_r * error[c]
-                    o[c] += q_r * s[r, c]
+                error[c] += k_t[r] * s[r, c]  # Sᵀk
+        for c in range(d_v):
+            error[c] = beta[t] * (v_t[c] - decay * error[c])
+        o[:] = 0
+        for r in range(d_k):
+            k_r, q_r = k_t[r], q[t, r] * scale
+            for c in range(d_v):
+                s[r, c] = decay * s[r, c] + k_r * error[c]
+                o[c] += q_r * s[r, c]
+
+
+@njit(cache=True, parallel=True)
+def _recurrent_kernel(q, k, v, beta, g, decayed, scale, state, out):
+    """The scan of B sequences [B, N, ·], shared among the threads."""
+    for b in prange(q.shape[0]):
+        _recurrent_sequence(q[b], k[b], v[b], beta[b], g[b], decayed, scale, state[b], out[b])
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
@@ -125,10 +130,10 @@ def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, fast_exp, st
 
 
 def _flatten_steps(x: np.ndarray | None, batch: int, n: int, dtype: np.dtype) -> np.ndarray:
-    """A per-step array [..., N] as [B, N] (C-contiguous in ``dtype``); None as an empty [B, 0]."""
+    """A per-step array [..., N] as [B, N] (C-contiguous, writeable, ``dtype``); None as an empty [B, 0]."""
     if x is None:
         return np.zeros((batch, 0), dtype)
-    return np.ascontiguousarray(x.reshape(batch, n), dtype=dtype)
+    return np.require(x.reshape(batch, n), dtype=dtype, requirements="CW")
 
 
 def recurrent_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
@@ -139,7 +144,11 @@ def recurrent_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.n
     q, k, v, _, _, state, out, unflatten = flatten_inputs(q, k, v, None, initial_state)
     batch, n, dtype = v.shape[0], v.shape[1], v.dtype
     beta, g = _flatten_steps(beta, batch, n, dtype), _flatten_steps(log_decay, batch, n, dtype)
-    _recurrent_kernel(q, k, v, beta, g, log_decay is not None, dtype.type(scale), state, out)
+    arguments = (q, k, v, beta, g, log_decay is not None, dtype.type(scale), state, out)
+    if batch == 1:  # one sequence (a decoding step): waking threads would cost more than the work
+        _recurrent_sequence(*(x[0] if isinstance(x, np.ndarray) else x for x in arguments))
+    else:
+        _recurrent_kernel(*arguments)
     return unflatten(out, state)
 
 

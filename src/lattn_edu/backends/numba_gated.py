@@ -18,8 +18,6 @@ the decay inside one would exceed exp(θ) (see :func:`_vector_decay_weights`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numba import njit, prange
 
@@ -32,28 +30,33 @@ _SPAN = {np.dtype(np.float32): 20.0, np.dtype(np.float64): 200.0}
 _EXP_FLOOR = {np.dtype(np.float32): -104.0, np.dtype(np.float64): -746.0}
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def _recurrent_kernel(q, k, v, g, kind, scale, state, out):
-    """The scan in one fused pass over S per token, state [B, d_k, d_v] updated in place.
+@njit(cache=True, fastmath=_FAST)
+def _recurrent_sequence(q, k, v, g, kind, scale, s, out):
+    """The scan of one sequence in one fused pass over S per token, s [d_k, d_v] updated in place.
 
-    g [B, N, w]: kind 0 no decay (g unread), 1 one decay per step (w = 1), 2 one per key (w = d_k).
-    S_r ← exp(g_r) S_r + k_r v,  o += scale q_r S_r, row r of S at a time.
+    q, k [N, d_k], v [N, d_v], g [N, w]: kind 0 no decay (g unread), 1 one decay per step
+    (w = 1), 2 one per key (w = d_k). S_r ← exp(g_r) S_r + k_r v,  o += scale q_r S_r.
     """
-    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    n, d_k, d_v = k.shape[0], k.shape[1], v.shape[1]
     one = v.dtype.type(1)
+    for t in range(n):
+        o, v_t = out[t], v[t]
+        o[:] = 0
+        decay = np.exp(g[t, 0]) if kind == 1 else one
+        for r in range(d_k):
+            if kind == 2:
+                decay = np.exp(g[t, r])
+            k_r, q_r = k[t, r], q[t, r] * scale
+            for c in range(d_v):
+                s[r, c] = decay * s[r, c] + k_r * v_t[c]
+                o[c] += q_r * s[r, c]
+
+
+@njit(cache=True, parallel=True)
+def _recurrent_kernel(q, k, v, g, kind, scale, state, out):
+    """The scan of B sequences [B, N, ·], shared among the threads."""
     for b in prange(q.shape[0]):
-        s = state[b]  # [d_k, d_v]
-        for t in range(n):
-            o, v_t = out[b, t], v[b, t]
-            o[:] = 0
-            decay = np.exp(g[b, t, 0]) if kind == 1 else one
-            for r in range(d_k):
-                if kind == 2:
-                    decay = np.exp(g[b, t, r])
-                k_r, q_r = k[b, t, r], q[b, t, r] * scale
-                for c in range(d_v):
-                    s[r, c] = decay * s[r, c] + k_r * v_t[c]
-                    o[c] += q_r * s[r, c]
+        _recurrent_sequence(q[b], k[b], v[b], g[b], kind, scale, state[b], out[b])
 
 
 @njit(cache=True, parallel=True)
@@ -236,34 +239,42 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state
                         weights[i, j] *= scale
             out_c[:] = v_c
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            for i in range(c):
-                for r in range(d_k):
-                    exponents[i * d_k + r] = cumulative[i, r if kind == 2 else 0] if kind != 0 else 0
-            _rows_times_exp(q_c, exponents, q_scaled, fast_exp, high, low)  # Q ⊙ exp(b)
-            for i in range(c):
-                for r in range(d_k):
-                    q_scaled[i, r] *= scale
+            _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
             _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
             if kind == 0:
                 _gemm(k_c, v_c, s, True, False, 1, blas)  # carry the chunk into the state
                 continue
-            for r in range(d_k):
-                exponents[r] = cumulative[c - 1, r if kind == 2 else 0]
-            _exp_nonpositive(exponents, d_k, fast_exp, high, low)  # exp(b_last)
-            for r in range(d_k):
+            for r in range(d_k):  # S ← diag(exp(b_last)) S
+                decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
                 for col in range(d_v):
-                    s[r, col] *= exponents[r]
-            if kind == 1:  # (kind 2 left K ⊙ exp(B_last − B) in k_scaled)
+                    s[r, col] *= decay
+            if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
                 for j in range(c):
                     for r in range(d_k):
-                        exponents[j * d_k + r] = cumulative[c - 1, 0] - cumulative[j, 0]
-                _rows_times_exp(k_c, exponents, k_scaled, fast_exp, high, low)
-            _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # carry the chunk into the state
+                        k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
+            _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # + the chunk
+
+
+@njit(cache=True, fastmath=_FAST)
+def _decayed_queries(q_c, cumulative, kind, scale, out, exponents, fast_exp, high, low):
+    """out[:c] = scale · Q ⊙ exp(b): the queries decayed back to the chunk's start (one factor per
+    row for kind 1, per entry for kind 2; none for kind 0). exponents is overwritten for kind 2."""
+    c, d_k = q_c.shape
+    if kind == 2:
+        for i in range(c):
+            for r in range(d_k):
+                exponents[i * d_k + r] = cumulative[i, r]
+        _rows_times_exp(q_c, exponents, out, fast_exp, high, low)
+    for i in range(c):
+        factor = scale * np.exp(cumulative[i, 0]) if kind == 1 else scale
+        for r in range(d_k):
+            out[i, r] = (out[i, r] if kind == 2 else q_c[i, r]) * factor
 
 
 def _flatten(x: np.ndarray, trailing: int, dtype: np.dtype) -> np.ndarray:
-    """[..., *trailing axes] -> [B, *trailing axes], C-contiguous in ``dtype``."""
-    return np.ascontiguousarray(x.reshape((-1,) + x.shape[x.ndim - trailing:]), dtype=dtype)
+    """[..., *trailing axes] -> [B, *trailing axes], C-contiguous and writeable in ``dtype``
+    (numba compiles read-only arrays, such as broadcast views, as a type of their own)."""
+    return np.require(x.reshape((-1,) + x.shape[x.ndim - trailing:]), dtype=dtype, requirements="CW")
 
 
 def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.ndarray | None,
@@ -299,7 +310,11 @@ def recurrent_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray
                                      chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The scan, one fused pass over the state per token: (o [..., N, d_v], S_N [..., d_k, d_v])."""
     q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
-    _recurrent_kernel(q, k, v, g, kind, v.dtype.type(scale), state, out)
+    arguments = (q, k, v, g, kind, v.dtype.type(scale), state, out)
+    if q.shape[0] == 1:  # one sequence (a decoding step): waking threads would cost more than the work
+        _recurrent_sequence(*(x[0] if isinstance(x, np.ndarray) else x for x in arguments))
+    else:
+        _recurrent_kernel(*arguments)
     return unflatten(out, state)
 
 

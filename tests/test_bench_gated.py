@@ -1,0 +1,70 @@
+"""Tests for lattn_edu.bench_gated and the gated peers of benchmarks/peers.py: the peers are right,
+and a tiny ``lattn-edu bench --gated`` run writes a well-formed record. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("numba")
+torch = pytest.importorskip("torch")
+
+import lattn_edu as la  # noqa: E402
+from lattn_edu import bench, bench_gated, cli  # noqa: E402
+
+from conftest import assert_close  # noqa: E402
+from gated_inputs import delta_inputs, gated_inputs  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def peers():
+    return bench.load_peers()
+
+
+def as_tensors(*arrays):
+    return [None if a is None else torch.from_numpy(a) for a in arrays]
+
+
+@pytest.mark.parametrize("n", [1, 45, 64], ids=lambda n: f"N{n}")
+@pytest.mark.parametrize("decay", ["scalar", "vector"])
+def test_gated_peers_match_the_reference(peers, decay, n, rng):
+    q, k, v, g, _ = gated_inputs(rng, n=n, decay=decay, strength=3.0, initial_state=False)
+    peer = peers.torch_chunkwise_simple_gla if decay == "scalar" else peers.torch_chunkwise_gla
+    got = peer(*as_tensors(q, k, v, g), chunk_size=32)
+    assert_close(got, la.gated_linear_attention(q, k, v, g, form="recurrent"), what=f"{decay} peer")
+
+
+@pytest.mark.parametrize("gated", [False, True], ids=["deltanet", "gated"])
+def test_delta_peer_matches_the_reference(peers, gated, rng):
+    q, k, v, beta, g, _ = delta_inputs(rng, n=45, gated=gated, initial_state=False)
+    got = peers.torch_chunkwise_delta_rule(*as_tensors(q, k, v, beta, g), chunk_size=16)
+    assert_close(got, la.delta_rule(q, k, v, beta, g, form="recurrent"))
+
+
+def test_tiny_gated_run_writes_a_well_formed_record(tmp_path, capsys):
+    code = cli.main(["bench", "--gated", "--quick", "--dims", "8", "--sizes", "70", "--out", str(tmp_path),
+                     "--no-progress"])
+    assert code == 0
+    record = json.loads((tmp_path / "bench_gated.json").read_text())
+    assert all(c["ok"] for c in record["correctness"])
+    assert {(r["family"], r["n"]) for r in record["results"]} == {(f, 70) for f in bench_gated.FAMILIES}
+    for r in record["results"]:
+        assert 0 < r["ours_median_s"] <= r["ours_p95_s"] and 0 < r["peer_median_s"] <= r["peer_p95_s"]
+        assert r["ratio"] == pytest.approx(r["peer_median_s"] / r["ours_median_s"])
+    assert {(r["family"], r["n"]) for r in record["decode"]} == {
+        (f, n) for f in ("gated, scalar decay", "delta rule") for n in bench_gated.DECODE_SIZES}
+    assert record["load_average_start"] is None or len(record["load_average_start"]) == 3
+    assert set(record["summary"]) >= {"ratio_at_least_1", "decode_growth"}
+    assert "gated, vector decay" in capsys.readouterr().out
+
+
+def test_summary_counts_only_the_target_shapes():
+    rows = [{"d": d, "n": n, "ratio": ratio} for d, n, ratio in
+            [(64, 1024, 1.2), (128, 4096, 0.9), (128, 512, 0.1), (32, 2048, 0.1), (64, 2048, 1.7)]]
+    decode = [{"family": "delta rule", "d": 64, "n": n, "median_s": t} for n, t in ((1000, 2.0), (100_000, 2.2))]
+    summary = bench_gated.summarise(rows, decode)
+    assert summary["ratio_at_least_1"] == {"shapes": 3, "met": 2, "min_ratio": 0.9}
+    assert summary["ratio_at_least_1_5"]["met"] == 1
+    assert summary["decode_growth"][0]["growth"] == pytest.approx(1.1)
+    assert summary["decode_flat_within_1_2"]
