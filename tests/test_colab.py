@@ -272,8 +272,13 @@ def snapshot(destination: Path) -> str:
 def colab(tmp_path_factory):
     """The Colab-like runtime, lattn_edu installed by the first cell, and what that cell did."""
     venv = colab_venv()
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", "lattn_edu"],
-                   check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "uninstall", "-y", "-q", "lattn_edu"], check=True)
+    # numba's cache files, written by the last run, outlive the uninstall; the folder left
+    # would import as an empty namespace package and the first cell would skip installing
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    shutil.rmtree(Path(site) / "lattn_edu", ignore_errors=True)
     before = installed(venv)
     work = Path(f"/tmp/colab-{os.getpid()}")  # short: a Unix socket's path is limited to 107 bytes
     work.mkdir()
