@@ -24,6 +24,7 @@ chapter is noticed here instead of reaching a student as raw source.
 from __future__ import annotations
 
 import ast
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,13 @@ class Book:
                 return chapter
         raise KeyError(label)
 
+    def exercise(self, label: str) -> tuple[Chapter, str] | None:
+        """(chapter, "7") for an exercise label, or None."""
+        for chapter in self.chapters:
+            if label in chapter.exercises:
+                return chapter, chapter.exercises[label]
+        return None
+
     def equation(self, label: str) -> str:
         for chapter in self.chapters:
             if label in chapter.equations:
@@ -198,15 +206,20 @@ class ChapterTranslator:
             except KeyError:
                 raise self.fail(f"unknown equation {target}") from None
         if name == "ref":
+            exercise = self.book.exercise(target)
+            if exercise is not None:  # an exercise label: "Exercise 7", on its chapter's page
+                chapter, number = exercise
+                return f"[{text or f'Exercise {number}'}]({self.book.page(chapter.stem)}#{target})"
             try:
                 chapter = self.book.chapter_of(target)
             except KeyError:
                 raise self.fail(f"unknown reference target {target}") from None
             return f"[{text or chapter.title}]({self.book.page(chapter.stem)})"
         if name == "doc":
-            if Path(target).name != "references":
-                raise self.fail(f"{{doc}} to {target}: only the references page is known")
-            return f"[{text or 'references'}]({self.book.references_page()})"
+            page = posixpath.normpath(posixpath.join("book/chapters", target))
+            if not (ROOT / f"{page}.md").is_file():
+                raise self.fail(f"{{doc}} to {target}: no page {page}.md")
+            return f"[{text or Path(page).name}]({self.book.site}{page}.html)"
         keys = [key.strip() for key in target.split(",")]
         missing = [key for key in keys if key not in self.book.bibliography]
         if missing:
