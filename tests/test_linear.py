@@ -255,6 +255,21 @@ def test_state_out_and_back_in_equals_one_call(form, causal, rng):
             assert_close(np.concatenate([first, second], -2), whole, what=f"outputs, cut at {cut}")
 
 
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+@pytest.mark.parametrize("form", ["quadratic", "parallel", "recurrent", "chunkwise"])
+def test_state_carries_across_a_split_on_every_backend(form, backend, rng):
+    """The same split-and-carry identity through the compiled and the torch engines."""
+    if backend not in la.available_backends():
+        pytest.skip(f"{backend} is not installed")
+    q, k, v = rng.standard_normal((3, 2, 29, 4))
+    whole = la.linear_attention(q, k, v, causal=True)  # the numpy reference
+    first, state = la.linear_attention(q[:, :11], k[:, :11], v[:, :11], causal=True, form=form,
+                                       backend=backend, chunk_size=4, return_state=True)
+    second = la.linear_attention(q[:, 11:], k[:, 11:], v[:, 11:], causal=True, form=form,
+                                 backend=backend, chunk_size=4, initial_state=state)
+    assert_close(np.concatenate([first, second], -2), whole, what=f"{backend} {form}")
+
+
 @pytest.mark.parametrize("state,error,message", [
     ("S", TypeError, "initial_state must be a pair"),
     ((np.zeros((2, 5, 3)), np.zeros((2, 5))), ValueError, r"initial_state S must have shape \[2, 5, 5\]"),
