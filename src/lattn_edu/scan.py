@@ -23,7 +23,7 @@ import numpy as np
 from ._checks import check_decay_values, check_positive_int
 
 
-def combine(first: tuple[Any, Any], second: tuple[Any, Any]) -> tuple[Any, Any]:
+def combine(first: tuple, second: tuple) -> tuple:
     """(a, x) ∘ (a', x') = (a' a, a' x + x'): apply ``first``'s step, then ``second``'s."""
     decay, write = first
     decay_next, write_next = second
