@@ -9,7 +9,7 @@ from hypothesis import settings
 settings.register_profile("suite", deadline=None, max_examples=40, derandomize=True)
 settings.load_profile("suite")
 
-# DESIGN §6: float64 forms agree to 1e-10 relative, float32 to 1e-4 relative (RMS).
+# float64 forms agree to 1e-10 relative, float32 to 1e-4 relative (RMS).
 RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-4}
 
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import sync_notebooks  # noqa: E402
 
 # The seed's section titles (../shared/seed/linear-attention-math.txt) and the chapter
-# that teaches each one. Chapter 3 covers two seed sections, as DESIGN §4 plans.
+# that teaches each one. Chapter 3 covers two seed sections, as the chapter map plans.
 SEED_SECTIONS = {
     "Softmax attention, and the one thing it forbids": "01-softmax-attention",
     "Replacing the exponential with a kernel feature map": "02-kernel-feature-maps",

@@ -1,4 +1,4 @@
-"""The built website, checked in a real browser (DESIGN §1, §6): Debian's chromium, headless.
+"""The built website, checked in a real browser: Debian's chromium, headless.
 
 A session fixture builds the site from this checkout into a temporary folder, serves it on
 127.0.0.1 and opens every page of the table of contents (plus search and the index) in

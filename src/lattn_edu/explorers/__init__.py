@@ -1,4 +1,4 @@
-"""Interactive explorers: live widgets in a kernel, working sliders on the static site (DESIGN §5).
+"""Interactive explorers: live widgets in a kernel, working sliders on the static site.
 
 ``CATALOG`` maps each explorer's name to its class; every class builds with no arguments.
 """

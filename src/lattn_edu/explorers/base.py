@@ -1,4 +1,4 @@
-"""The explorer pattern: a pure ``render`` turned into a live widget and a static page (DESIGN §5).
+"""The explorer pattern: a pure ``render`` turned into a live widget and a static page.
 
 An explorer is a small class with
 
