@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -122,7 +123,7 @@ def sweep(config: RecallConfig, progress: bool = True) -> list[dict[str, Any]]:
     check_sweep(config)
     total = len(config.models) * len(config.pair_counts) * config.steps
     # disable=None: tqdm switches itself off when stderr is not a TTY
-    bar = tqdm(total=total, unit="step", disable=None if progress else True)
+    bar = tqdm(total=total, unit="step", file=sys.stderr, disable=None if progress else True)
     results = []
     with bar, torch_threads(config.threads):
         for num_pairs in config.pair_counts:
