@@ -14,8 +14,8 @@ replaced by one variant of FAVOR+:
 - ``exp, no norm term``: the same fixed projection and scaling, features exp(w_r·x) without
   FAVOR+'s -||x||²/2 (positive, but no longer an unbiased estimate of exp(q·k)).
 
-The variants enter through ``recall.make_mixer``, which the script swaps for the duration
-of each run; ``recall`` itself is unchanged.
+The variants enter through the mixer registry: the script registers each one under the
+name ``favor`` for the duration of its run; ``recall`` itself is unchanged.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ from typing import Iterator
 
 import torch
 
+import lattn_edu
 from lattn_edu import recall
 from lattn_edu.feature_maps import FavorPlus
 
 PAIRS = 8
-RECORDED_MIXER = recall.make_mixer  # the recorded models' mixers, kept before any swap
+RECORDED_MIXER = recall.MIXERS["favor"]  # the recorded model's mixer class, kept before any swap
 OUT = Path(__file__).resolve().parent / "results" / "favor_diagnosis.json"
-PACKAGED = Path(recall.__file__).resolve().parent / "data" / OUT.name
+PACKAGED = Path(lattn_edu.__file__).resolve().parent / "data" / OUT.name
 
 
 class ExpWithoutNorm:
@@ -66,7 +67,7 @@ def _mixer(variant: str, config: recall.RecallConfig, layer: int) -> recall.Mixe
     if variant == "exp, no norm term":
         return recall.LinearMixer(config.d_model, config.num_heads, ExpWithoutNorm(features),
                                   m=d, scale=d ** -0.25)
-    return RECORDED_MIXER("favor", config, layer)
+    return RECORDED_MIXER.from_config(config, layer)
 
 
 VARIANTS = ("favor", "favor, no d^-1/4", "favor, m = 64", "exp, no norm term")
@@ -74,12 +75,18 @@ VARIANTS = ("favor", "favor, no d^-1/4", "favor, m = 64", "exp, no norm term")
 
 @contextmanager
 def mixer_variant(variant: str) -> Iterator[None]:
-    """Make every model built inside the block use ``variant`` as its mixer."""
-    recall.make_mixer = lambda name, config, layer: _mixer(variant, config, layer)
+    """Make every ``favor`` model built inside the block use ``variant`` as its mixer."""
+
+    class Variant(recall.LinearMixer):
+        @classmethod
+        def from_config(cls, config: recall.RecallConfig, layer: int) -> recall.Mixer:
+            return _mixer(variant, config, layer)
+
+    recall.MIXERS["favor"] = Variant
     try:
         yield
     finally:
-        recall.make_mixer = RECORDED_MIXER
+        recall.MIXERS["favor"] = RECORDED_MIXER
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """benchmarks/favor_diagnosis.py (a script, imported by path): every variant builds a model that
-runs, the swap of recall.make_mixer is undone, and the recorded file the book reads is complete."""
+runs, the swap of the registered favor mixer is undone, and the recorded file the book reads is complete."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_every_variant_builds_a_model_and_restores_the_recorded_mixer(script, va
     config = recall.RecallConfig(d_model=16, num_heads=2)
     with script.mixer_variant(variant):
         model = recall.RecallModel("favor", config)
-    assert recall.make_mixer is script.RECORDED_MIXER
+    assert recall.MIXERS["favor"] is script.RECORDED_MIXER
     tokens, _ = recall.make_batch(3, 2, config.num_keys, config.num_values,
                                   torch.Generator().manual_seed(0))
     logits = model(tokens)  # [B, N, vocab]
@@ -40,7 +40,7 @@ def test_every_variant_builds_a_model_and_restores_the_recorded_mixer(script, va
 def test_a_failing_run_still_restores_the_recorded_mixer(script):
     with pytest.raises(RuntimeError, match="stop"), script.mixer_variant("favor, m = 64"):
         raise RuntimeError("stop")
-    assert recall.make_mixer is script.RECORDED_MIXER
+    assert recall.MIXERS["favor"] is script.RECORDED_MIXER
 
 
 def test_exp_without_norm_is_exp_of_the_projection_up_to_one_factor(script):

@@ -573,3 +573,27 @@ def test_favor_plus_output_ignores_constant_factors_and_does_not_collapse(sigma,
 def test_bad_seed_is_named(seed, error):
     with pytest.raises(error, match="seed"):
         la.FavorPlus(4, 8, seed=seed)
+
+
+def test_taylor_features_give_the_second_order_exp_kernel(rng):
+    q, k = rng.standard_normal((7, 4)), rng.standard_normal((9, 4))
+    scores = q @ k.T  # [7, 9]
+    phi_q, phi_k = la.taylor_features(q), la.taylor_features(k)
+    assert phi_q.shape == (7, la.taylor_width(4)) == (7, 15)
+    assert_close(phi_q @ phi_k.T, 1 + scores + scores ** 2 / 2, what="Taylor kernel")
+    assert (phi_q @ phi_k.T > 0).all()
+
+
+def test_taylor_features_agree_on_numpy_and_torch(rng):
+    torch = pytest.importorskip("torch")
+    x = rng.standard_normal((2, 5, 3)).astype(np.float32)  # [B, N, t]
+    from_torch = la.taylor_features(torch.from_numpy(x))
+    assert from_torch.dtype == torch.float32 and from_torch.shape == (2, 5, la.taylor_width(3))
+    assert_close(from_torch.numpy(), la.taylor_features(x), what="taylor_features, torch vs numpy")
+
+
+def test_taylor_features_refuse_bad_input():
+    with pytest.raises(ValueError, match="x must have shape"):
+        la.taylor_features(np.float64(1.0))
+    with pytest.raises(ValueError, match="t must be a positive int"):
+        la.taylor_width(0)

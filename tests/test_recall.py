@@ -52,14 +52,6 @@ def test_too_many_pairs_for_the_keys_is_refused():
         batch(num_pairs=13, num_keys=12)
 
 
-def test_taylor_features_give_the_second_order_exp_kernel(rng):
-    q, k = (torch.from_numpy(rng.standard_normal((7, 4))) for _ in range(2))
-    scores = q @ k.T
-    phi_q, phi_k = recall.taylor_features(q), recall.taylor_features(k)
-    assert phi_q.shape == (7, recall.taylor_width(4)) == (7, 15)
-    assert_close(phi_q @ phi_k.T, 1 + scores + scores ** 2 / 2, what="Taylor kernel")
-
-
 def test_retention_mixer_is_retention_then_a_per_head_norm(rng):
     mixer = recall.RetentionMixer(d_model=12, num_heads=3).double()
     q, k, v = (rng.standard_normal((2, 3, 37, 4)) for _ in range(3))
@@ -78,7 +70,7 @@ def test_model_shapes(name):
     assert model(tokens, last=4).shape == (3, 4, vocab)
     # two heads of width 8: S [m, 8] and z [m] per head; retention keeps no z; softmax a KV cache
     expected_state = {"softmax": None, "linear": 2 * 8 * 9, "favor": 2 * 8 * 9, "retnet": 2 * 8 * 8,
-                      "based": 2 * recall.taylor_width(3) * 9}
+                      "based": 2 * la.taylor_width(3) * 9}
     assert model.state_size() == expected_state[name]
 
 
@@ -112,9 +104,43 @@ def test_sweep_refuses_more_pairs_than_keys_before_training():
         recall.sweep(replace(recall.TINY, pair_counts=(2, 9)), progress=False)
 
 
-def test_unknown_model_is_refused():
-    with pytest.raises(ValueError, match="model must be one of"):
+@pytest.mark.parametrize("name", MODELS)
+def test_every_registered_mixer_builds_from_a_config_and_keeps_the_shape(name):
+    mixer = recall.make_mixer(name, SMALL, layer=1)
+    assert isinstance(mixer, recall.MIXERS[name]) and mixer.name == name
+    x = torch.randn(3, 7, SMALL.d_model, generator=torch.Generator().manual_seed(2))  # [B, N, d_model]
+    out = mixer(x)
+    assert out.shape == (3, 7, SMALL.d_model) and torch.isfinite(out).all()
+
+
+def test_the_registry_is_the_list_of_models():
+    assert recall.MODELS == tuple(recall.MIXERS) == ("softmax", "linear", "favor", "retnet", "based")
+    assert all(issubclass(cls, recall.Mixer) for cls in recall.MIXERS.values())
+
+
+def test_unknown_mixer_is_refused_with_the_known_names():
+    with pytest.raises(ValueError, match="mixer must be one of softmax, linear, favor, retnet, based; got 'mamba'"):
         recall.make_mixer("mamba", SMALL, layer=0)
+    with pytest.raises(ValueError, match="mixer must be one of"):
+        recall.RecallModel("mamba", SMALL)
+
+
+def test_unknown_model_in_a_sweep_is_refused_before_training():
+    with pytest.raises(ValueError, match="models must be among .*got unknown \\['mamba'\\]"):
+        recall.sweep(replace(recall.TINY, models=("softmax", "mamba")), progress=False)
+
+
+def test_a_name_registers_once_and_only_mixers_register():
+    with pytest.raises(ValueError, match="'linear' is already registered"):
+        recall.register_mixer("linear")
+    with pytest.raises(TypeError, match="needs a Mixer subclass"):
+        recall.register_mixer("plain")(torch.nn.Linear)
+    assert "plain" not in recall.MIXERS
+
+
+def test_progress_bar_stays_off_when_stderr_is_not_a_terminal(capsys):
+    recall.sweep(replace(recall.TINY, models=("linear",), pair_counts=(2,), steps=2), progress=True)
+    assert capsys.readouterr().err == ""
 
 
 def test_tiny_sweep_through_the_cli_writes_valid_json(tmp_path, capsys):

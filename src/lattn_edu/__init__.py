@@ -9,7 +9,7 @@ from .analysis import (AttentionCost, attention_cost, denominator_drift, effecti
 from .backends import available_backends
 from .delta import delta_rule, ut_transform
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
-                           identity_feature_map, relu_feature_map)
+                           identity_feature_map, relu_feature_map, taylor_features, taylor_width)
 from .gated import decay_mask, gated_linear_attention, segment_sums
 from .gradients import gated_linear_attention_vjp
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
@@ -61,5 +61,7 @@ __all__ = [
     "softmax_attention_weights",
     "ssm_mixing_matrix",
     "ssm_scan",
+    "taylor_features",
+    "taylor_width",
     "ut_transform",
 ]

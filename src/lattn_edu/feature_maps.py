@@ -54,6 +54,37 @@ def identity_feature_map(x: Any) -> Any:
     return as_float_array(x, "x")
 
 
+def taylor_features(x: Any) -> Any:
+    """φ(x) = [1, x, x_i x_j for i < j, x_i²/√2], [..., N, t] -> [..., N, 1 + t + t(t+1)/2].
+
+    φ(q)·φ(k) = 1 + q·k + (q·k)²/2, the Taylor expansion of exp(q·k) to second order
+    (the map of Zoology's Based model): positive for every q, k (it is ((q·k + 1)² + 1)/2),
+    and sharper than elu+1. Each unordered pair i, j appears once (weight 1 for i < j,
+    1/√2 on the diagonal), which gives the same kernel as the full outer product with
+    about half the width. The width grows as t²/2, so it is meant for small t.
+    """
+    x = as_float_array(x, "x")
+    if x.ndim < 1:
+        raise ValueError(f"x must have shape [..., t]; got a scalar of shape {tuple(x.shape)}")
+    xp = array_namespace(x)
+    rows, cols = np.triu_indices(x.shape[-1])  # i <= j  [t(t+1)/2] each
+    diagonal = rows == cols
+    if is_torch_tensor(x):
+        rows, cols = (xp.as_tensor(i, device=x.device) for i in (rows, cols))
+        diagonal = xp.as_tensor(diagonal, dtype=x.dtype, device=x.device)
+    else:
+        diagonal = diagonal.astype(x.dtype)
+    weights = 1 - (1 - 2 ** -0.5) * diagonal  # [t(t+1)/2], in x's precision
+    products = x[..., rows] * x[..., cols] * weights  # [..., N, t(t+1)/2]
+    return xp.concatenate([xp.ones_like(x[..., :1]), x, products], -1)
+
+
+def taylor_width(t: int) -> int:
+    """The width m = 1 + t + t(t+1)/2 of :func:`taylor_features` on t inputs."""
+    t = check_positive_int(t, "t")
+    return 1 + t + t * (t + 1) // 2
+
+
 FEATURE_MAPS: dict[str, Callable[[Any], Any]] = {
     "elu+1": elu_plus_one,
     "relu": relu_feature_map,

@@ -1,0 +1,71 @@
+"""``lattn-edu recall``: the options, the sweep they choose, its table and its JSON record."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..book import machine_summary
+from .config import QUICK, TINY, RecallConfig
+from .mixers import MODELS
+from .training import sweep
+
+
+def format_table(results: list[dict[str, Any]]) -> str:
+    """Accuracy as a Markdown table: one row per model, one column per pair count."""
+    pair_counts = sorted({r["num_pairs"] for r in results})
+    models = list(dict.fromkeys(r["model"] for r in results))
+    cell = {(r["model"], r["num_pairs"]): r["accuracy"] for r in results}
+    lines = ["| model | " + " | ".join(f"P={p}" for p in pair_counts) + " |",
+             "|---|" + "---|" * len(pair_counts)]
+    lines += [f"| {m} | " + " | ".join(f"{cell[m, p]:.3f}" for p in pair_counts) + " |" for m in models]
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``lattn-edu recall`` options."""
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help=f"pairs {QUICK.pair_counts}, {QUICK.steps} steps (a few minutes on 2 cores)")
+    size.add_argument("--tiny", action="store_true", help="a seconds-long smoke test of the whole pipeline")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the weights, data and FAVOR+ features")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--pairs", nargs="+", type=int, help="override the pair counts")
+    parser.add_argument("--steps", type=int, help="override the training steps per model")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
+
+
+def config_from_args(args: argparse.Namespace) -> RecallConfig:
+    """The preset chosen by --quick / --tiny (else the full sweep) with the overrides applied."""
+    base = QUICK if args.quick else TINY if args.tiny else RecallConfig()
+    overrides = {"seed": args.seed, "threads": args.threads, "models": tuple(args.models)}
+    if args.pairs:
+        overrides["pair_counts"] = tuple(args.pairs)
+    if args.steps:
+        overrides["steps"] = args.steps
+    return replace(base, **overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sweep, print the accuracy table, write ``{"results": [...], "config": {...}}``."""
+    config = config_from_args(args)
+    start = time.perf_counter()
+    results = sweep(config, progress=not args.no_progress)
+    wall = time.perf_counter() - start
+    mode = "quick" if args.quick else "tiny" if args.tiny else "full"
+    record = {"results": results,
+              "config": {**asdict(config), "mode": mode, "wall_seconds": round(wall, 1),
+                         "torch": torch.__version__, "machine": machine_summary()}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(format_table(results))
+    print(f"{mode} sweep: {wall:.0f} s with {config.threads} torch thread(s); wrote {args.out}")
+    return 0

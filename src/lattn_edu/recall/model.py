@@ -1,0 +1,53 @@
+"""The recall model: one architecture around an interchangeable sequence mixer."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import RecallConfig
+from .mixers import make_mixer
+
+
+class RecallModel(nn.Module):
+    """Embedding, a width-2 causal convolution, pre-norm blocks (mixer + MLP), readout.
+
+    ``mixer`` is a registered mixer name (see :data:`MIXERS`); it is the only part that
+    differs between the models a sweep compares.
+
+    The convolution mixes each token with its predecessor, as the short convolutions of
+    the efficient models in Zoology do: it lets a value token carry the key before it, so one mixer
+    layer can solve the task by matching a query against those keys.
+    """
+
+    def __init__(self, mixer: str, config: RecallConfig) -> None:
+        super().__init__()
+        vocab, width = config.num_keys + config.num_values, config.d_model
+        self.embed = nn.Embedding(vocab, width)
+        self.conv = nn.Linear(2 * width, width)
+        self.mixers = nn.ModuleList(make_mixer(mixer, config, i) for i in range(config.num_layers))
+        self.mlps = nn.ModuleList(nn.Sequential(nn.LayerNorm(width), nn.Linear(width, 2 * width),
+                                                nn.GELU(), nn.Linear(2 * width, width))
+                                  for _ in range(config.num_layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(config.num_layers))
+        self.readout = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, vocab))
+
+    def forward(self, tokens: torch.Tensor, last: int | None = None) -> torch.Tensor:
+        """tokens long [B, N] -> logits [B, N, vocab]; position i sees tokens 0..i only.
+
+        ``last`` keeps only the last positions (the queries), [B, last, vocab]: the
+        readout then costs nothing where there is no answer to give.
+        """
+        x = self.embed(tokens)  # [B, N, d_model]
+        previous = F.pad(x, (0, 0, 1, 0))[:, :-1]  # token i-1 at position i (zeros at 0)
+        x = self.conv(torch.cat([x, previous], dim=-1))
+        for norm, mixer, mlp in zip(self.norms, self.mixers, self.mlps):
+            x = x + mixer(norm(x))
+            x = x + mlp(x)
+        return self.readout(x if last is None else x[:, -last:])
+
+    def state_size(self) -> int | None:
+        """Recurrent-state numbers over all layers, or None for softmax (a KV cache of 2·N·d)."""
+        sizes = [mixer.state_size() for mixer in self.mixers]
+        return None if None in sizes else sum(sizes)

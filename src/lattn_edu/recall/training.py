@@ -1,0 +1,134 @@
+"""Training and scoring the recall models: one run, and the sweep over models and pair counts."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from .config import RecallConfig
+from .mixers import MIXERS
+from .model import RecallModel
+from .task import IGNORED, make_batch
+
+
+def accuracy(model: RecallModel, tokens: torch.Tensor, targets: torch.Tensor,
+             batch_size: int = 128) -> float:
+    """Fraction of query positions whose argmax prediction is the right value.
+
+    tokens, targets long [B, N]; positions whose target is -100 are not scored.
+    """
+    correct = total = 0
+    with torch.no_grad():
+        for start in range(0, len(tokens), batch_size):
+            logits = model(tokens[start:start + batch_size])  # [b, N, vocab]
+            answers = targets[start:start + batch_size]  # [b, N]
+            mask = answers != IGNORED
+            correct += (logits.argmax(-1)[mask] == answers[mask]).sum().item()
+            total += mask.sum().item()
+    return correct / total
+
+
+def make_optimiser(model: RecallModel, config: RecallConfig) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW with a linear warm-up over the first tenth of the steps, then cosine decay."""
+    optimiser = torch.optim.AdamW(model.parameters(), lr=config.learning_rate,
+                                  weight_decay=config.weight_decay)
+    warmup = max(1, config.steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(
+        (s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * s / config.steps))))
+    return optimiser, schedule
+
+
+def train_steps(model: RecallModel, num_pairs: int, config: RecallConfig,
+                data: torch.Generator, on_step: Callable[[float], None]) -> float:
+    """``config.steps`` steps, each on a fresh batch drawn from ``data``; the last loss."""
+    optimiser, schedule = make_optimiser(model, config)
+    for _ in range(config.steps):
+        tokens, targets = make_batch(num_pairs, config.batch_size, config.num_keys,
+                                     config.num_values, data)  # [B, 3P] each
+        logits = model(tokens, last=num_pairs)  # only the P query positions are scored  [B, P, vocab]
+        loss = F.cross_entropy(logits.flatten(0, 1), targets[:, -num_pairs:].flatten())
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+        schedule.step()
+        on_step(loss.item())
+    return loss.item()
+
+
+def train_one(model_name: str, num_pairs: int, config: RecallConfig,
+              on_step: Callable[[float], None] = lambda loss: None) -> dict[str, Any]:
+    """Train one model on P = ``num_pairs`` and evaluate it on fresh sequences.
+
+    Every step draws a new batch, so the model never sees the evaluation sequences
+    (drawn from a separate generator). The generators depend only on the seed and P:
+    every model trains on the same batches and is scored on the same sequences.
+    ``on_step`` receives each step's loss. Returns one row of the results JSON.
+    """
+    torch.manual_seed(config.seed)
+    model = RecallModel(model_name, config)
+    train_data = torch.Generator().manual_seed(config.seed * 1000 + num_pairs)
+    eval_data = torch.Generator().manual_seed(config.seed * 1000 + num_pairs + 500)
+    start = time.perf_counter()
+    final_loss = train_steps(model, num_pairs, config, train_data, on_step)
+    seconds = time.perf_counter() - start
+    eval_tokens, eval_targets = make_batch(num_pairs, config.eval_sequences, config.num_keys,
+                                           config.num_values, eval_data)
+    return {"model": model_name, "num_pairs": num_pairs,
+            "accuracy": accuracy(model.eval(), eval_tokens, eval_targets),
+            "seed": config.seed, "steps": config.steps, "final_loss": round(final_loss, 4),
+            "train_seconds": round(seconds, 1), "state_size": model.state_size()}
+
+
+def check_sweep(config: RecallConfig) -> None:
+    """Refuse a sweep that would fail part-way, before any training."""
+    unknown = [name for name in config.models if name not in MIXERS]
+    if unknown:
+        raise ValueError(f"models must be among {', '.join(MIXERS)}; got unknown {unknown}")
+    if max(config.pair_counts) > config.num_keys:
+        raise ValueError(f"pair_counts must not exceed num_keys={config.num_keys}; "
+                         f"got {list(config.pair_counts)}")
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block on ``count`` torch CPU threads: results are bit-reproducible for a given
+    count, and the caller's setting comes back afterwards."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def advance(bar: tqdm, loss: float) -> None:
+    """One training step done: move the bar and show its loss (drawn at tqdm's own pace)."""
+    bar.set_postfix(loss=f"{loss:5.3f}", refresh=False)
+    bar.update()
+
+
+def sweep(config: RecallConfig, progress: bool = True) -> list[dict[str, Any]]:
+    """Train and evaluate every model at every pair count; one result dict per pair.
+
+    ``progress`` shows a bar on stderr when stderr is a terminal (never in a pipe or log).
+    """
+    check_sweep(config)
+    total = len(config.models) * len(config.pair_counts) * config.steps
+    # disable=None: tqdm switches itself off when stderr is not a TTY
+    bar = tqdm(total=total, unit="step", file=sys.stderr, disable=None if progress else True)
+    results = []
+    with bar, torch_threads(config.threads):
+        for num_pairs in config.pair_counts:
+            for model_name in config.models:
+                bar.set_description(f"{model_name} P={num_pairs}")
+                results.append(train_one(model_name, num_pairs, config,
+                                         lambda loss: advance(bar, loss)))
+    return results
