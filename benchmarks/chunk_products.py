@@ -1,7 +1,7 @@
 """How much of the sgemm ceiling can a chunkwise kernel reach on this machine at all?
 
-Run: python benchmarks/chunk_products.py   (writes benchmarks/results/chunk_products.json and
-the package's copy, src/lattn_edu/data/chunk_products.json, which chapter 9 reads)
+Run: python benchmarks/chunk_products.py   (records src/lattn_edu/data/chunk_products.json,
+which chapter 9 reads)
 
 ``lattn-edu bench`` divides our kernel's rate by numpy's sgemm on 2048×2048 matrices. The
 chunkwise form never multiplies matrices that large: per chunk of C = 64 tokens it does
@@ -23,10 +23,8 @@ the best any kernel built on these BLAS calls could be credited with.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
-from pathlib import Path
 
 # As lattn-edu bench does: idle OpenBLAS and OpenMP threads sleep rather than spin (read
 # when the libraries load, so before the imports below).
@@ -37,14 +35,15 @@ import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
 import lattn_edu as la  # noqa: E402
-from lattn_edu import bench  # noqa: E402
+from lattn_edu import bench, records  # noqa: E402
 from lattn_edu.backends import numba_backend  # noqa: E402
-from lattn_edu.backends.numba_backend import _blas_arguments, _gemm, _lower_triangle_matmul  # noqa: E402
+from lattn_edu.backends.numba_blas import _blas_arguments, _gemm, _lower_triangle_matmul  # noqa: E402
+from lattn_edu.machine import machine_info  # noqa: E402
 
 SHAPES = [(128, 1024), (128, 4096), (128, 16384), (64, 4096), (64, 16384)]  # (d, N)
 ROUNDS = 15
 ROUNDS_ONLY = replace(bench.QUICK, min_rounds=ROUNDS, max_rounds=ROUNDS)  # exactly ROUNDS rounds
-OUT = Path(__file__).resolve().parent / "results" / "chunk_products.json"
+OUT = "chunk_products.json"
 
 
 @njit(cache=True, parallel=True)
@@ -83,7 +82,7 @@ def calls(d: int, n: int) -> dict:
 
 def measure(d: int, n: int) -> dict:
     timed = calls(d, n)
-    estimates = {name: bench._timed(call) for name, call in timed.items()}  # compiles and warms
+    estimates = {name: bench.time_once(call) for name, call in timed.items()}  # compiles and warms
     samples = bench.time_interleaved(timed, estimates, ROUNDS_ONLY)
     medians = {name: float(np.median(s)) for name, s in samples.items()}
     sgemm = bench.measure_sgemm(2048)
@@ -94,7 +93,7 @@ def measure(d: int, n: int) -> dict:
 
 
 def main() -> None:
-    machine = bench.machine_info()
+    machine = machine_info(engines=True)
     load_start = list(np.round(os.getloadavg(), 2))
     rows = []
     for d, n in SHAPES:
@@ -109,10 +108,7 @@ def main() -> None:
     record = {"description": __doc__, "machine": machine, "rounds": ROUNDS, "chunk_size": bench.CHUNK,
               "batch_heads": bench.BATCH_HEADS, "load_average_start": load_start,
               "load_average_end": list(np.round(os.getloadavg(), 2)), "results": rows}
-    text = json.dumps(record, indent=1) + "\n"
-    OUT.write_text(text, encoding="utf-8")
-    (bench.PACKAGED / OUT.name).write_text(text, encoding="utf-8")  # chapter 9 reads it anywhere
-    print(f"written to {OUT} and {bench.PACKAGED / OUT.name}")
+    print(f"written: {records.save_record(OUT, record)}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """Why does the FAVOR+ recall model fail where elu+1 succeeds? Change one thing at a time.
 
-Run: python benchmarks/favor_diagnosis.py   (about 10 minutes on 2 CPU cores; writes
-benchmarks/results/favor_diagnosis.json and the package's copy,
+Run: python benchmarks/favor_diagnosis.py   (about 10 minutes on 2 CPU cores; records
 src/lattn_edu/data/favor_diagnosis.json, which chapter 7 reads)
 
 Every run is ``lattn_edu.recall.train_one`` for the ``favor`` model at P = 8 pairs with the
@@ -20,23 +19,18 @@ name ``favor`` for the duration of its run; ``recall`` itself is unchanged.
 
 from __future__ import annotations
 
-import json
-import shutil
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
 import torch
 
-import lattn_edu
-from lattn_edu import recall
+from lattn_edu import recall, records
 from lattn_edu.feature_maps import FavorPlus
 
 PAIRS = 8
 RECORDED_MIXER = recall.MIXERS["favor"]  # the recorded model's mixer class, kept before any swap
-OUT = Path(__file__).resolve().parent / "results" / "favor_diagnosis.json"
-PACKAGED = Path(lattn_edu.__file__).resolve().parent / "data" / OUT.name
+OUT = "favor_diagnosis.json"
 
 
 class ExpWithoutNorm:
@@ -105,8 +99,7 @@ def main() -> None:
                          "threads": config.threads, "torch": torch.__version__,
                          "wall_seconds": round(time.perf_counter() - start)},
               "results": results}
-    OUT.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    shutil.copyfile(OUT, PACKAGED)
+    print(f"written: {records.save_record(OUT, record)}")
 
 
 if __name__ == "__main__":

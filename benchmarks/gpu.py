@@ -2,12 +2,12 @@
 
 Run once on a machine with a CUDA GPU, from the repository root:
 
-    python benchmarks/gpu.py                 # a few minutes; writes benchmarks/results/gpu.json
+    python benchmarks/gpu.py                 # a few minutes; records src/lattn_edu/data/gpu.json
 
 Steps:
 
 1. correctness first: on a small case (N = 200, not a multiple of the chunk) the torch
-   backend's chunkwise form, the torch chunkwise peer (benchmarks/peers.py) and SDPA, in
+   backend's chunkwise form, the torch chunkwise peer (lattn_edu.bench.peers) and SDPA, in
    float32 and bfloat16 on the GPU, against the float64 numpy reference on the CPU
    (float32 within 1e-4, bfloat16 within 2e-2, RMS relative); it stops if one is off;
 2. timing: causal attention, batch·heads = 8 (one batch of 8 heads), d in (64, 128), N from
@@ -15,8 +15,9 @@ Steps:
    (``lattn_edu.backends.torch_backend.chunkwise_linear_attention`` on elu+1 features, chunks
    of 64), the peer, and ``scaled_dot_product_attention(is_causal=True)`` (FlashAttention in
    bfloat16). Each point is the median of repeated calls timed with CUDA events after warm-up;
-3. gpu.json: the times, GFLOP/s (4·d·d_v per token for linear attention), the crossover N
-   from which linear beats SDPA per (dtype, d), the GPU, CUDA, torch and driver versions.
+3. gpu.json, where chapter 9 reads it: the times, GFLOP/s (4·d·d_v per token for linear
+   attention), the crossover N from which linear beats SDPA per (dtype, d), the machine,
+   the GPU and the CUDA and cuDNN versions (``--out`` writes it elsewhere).
 
 Without a GPU, ``--device cpu`` runs the same code on the CPU (``--check-only`` just the
 correctness step, ``--quick`` small sizes): that is how the test suite covers this script.
@@ -25,8 +26,6 @@ correctness step, ``--quick`` small sizes): that is how the test suite covers th
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -35,14 +34,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import peers  # noqa: E402  (benchmarks/peers.py)
-
-import lattn_edu as la  # noqa: E402
-from lattn_edu.backends import torch_backend  # noqa: E402
-from lattn_edu.timing import crossover_size  # noqa: E402
+import lattn_edu as la
+from lattn_edu import records
+from lattn_edu.backends import torch_backend
+from lattn_edu.bench import peers
+from lattn_edu.machine import gpu_info, machine_info
+from lattn_edu.timing import crossover_size
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
@@ -52,7 +49,7 @@ QUICK_SIZES = (128, 256)
 BATCH_HEADS = 8
 CHUNK = 64
 EPS = 1e-6
-OUT = ROOT / "benchmarks" / "results" / "gpu.json"
+RECORD = "gpu.json"
 
 
 def torch_chunkwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -159,24 +156,13 @@ def crossovers(rows: list[dict]) -> list[dict]:
     return found
 
 
-def machine(device: str) -> dict:
-    info = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
-            "lattn_edu": la.__version__, "device": device, "cpu": platform.processor() or platform.machine()}
-    if device.startswith("cuda"):
-        props = torch.cuda.get_device_properties(0)
-        info.update({"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
-                     "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                     "capability": f"{props.major}.{props.minor}"})
-    return info
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu, to test this script")
     parser.add_argument("--check-only", action="store_true", help="only the correctness step")
     parser.add_argument("--quick", action="store_true", help=f"N in {QUICK_SIZES}, d = 64: seconds")
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, help=f"write here instead of recording {RECORD} for chapter 9")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("benchmarks/gpu.py: no CUDA device here; use --device cpu to exercise the script",
@@ -194,13 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes, dims = (QUICK_SIZES, (64,)) if args.quick else (SIZES, DIMS)
     rows = benchmark(args.device, sizes, dims, 3 if args.quick else args.repeats)
-    record = {"description": __doc__.splitlines()[0], "machine": machine(args.device),
+    record = {"description": __doc__.splitlines()[0], "machine": {**machine_info(), **gpu_info(args.device)},
               "recorded": time.strftime("%Y-%m-%d %H:%M:%S"), "batch_heads": BATCH_HEADS,
               "chunk_size": CHUNK, "correctness": correctness, "results": rows,
               "crossover": crossovers(rows), "wall_seconds": time.perf_counter() - started}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    print(f"written: {args.out} ({record['wall_seconds']:.0f} s)")
+    if args.out is None:
+        path = records.save_record(RECORD, record)
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        path = records.write_record(record, args.out)
+    print(f"written: {path} ({record['wall_seconds']:.0f} s)")
     return 0
 
 

@@ -28,13 +28,12 @@ BLAS_THREADS = os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", BLAS_THREADS)
 os.environ.setdefault("MKL_NUM_THREADS", BLAS_THREADS)
 
-import json  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import lattn_edu as la  # noqa: E402
+from lattn_edu import records  # noqa: E402
 from lattn_edu.book import machine_summary  # noqa: E402
 from lattn_edu.timing import measure  # noqa: E402
 
@@ -45,7 +44,7 @@ FLOAT_BYTES = 4  # float32
 MAX_BYTES = 2 * 10**9  # largest intermediate a method may build (~2 GB)
 CHUNK = 64  # chunk length of the causal (chunkwise) linear attention
 SLOW_CALL_S = 1.0  # a method stops growing N once its median call takes longer than this
-OUT = Path(__file__).resolve().parents[1] / "src" / "lattn_edu" / "data" / "scaling.json"
+OUT = "scaling.json"  # recorded in the package's data, where the scaling explorer reads it
 
 
 def largest_intermediate_bytes(method: str, n: int, d: int) -> int:
@@ -121,9 +120,8 @@ def main() -> None:
         "memory": {str(d): memory_rows(d) for d in DIMS},
         "benchmark_seconds": round(time.perf_counter() - started, 1),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"\n{record['machine']}; took {record['benchmark_seconds']} s\nwritten: {OUT}")
+    path = records.save_record(OUT, record)
+    print(f"\n{record['machine']}; took {record['benchmark_seconds']} s\nwritten: {path}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """What a spinning BLAS thread costs the call timed after it, and why ``lattn-edu bench``
 starts with OPENBLAS_THREAD_TIMEOUT=4.
 
-Run: python benchmarks/thread_spin.py   (writes benchmarks/results/thread_spin.json and the
-package's copy, src/lattn_edu/data/thread_spin.json, which chapter 9 reads)
+Run: python benchmarks/thread_spin.py   (records src/lattn_edu/data/thread_spin.json, which
+chapter 9 reads)
 
 OpenBLAS reads the variable once, when numpy loads it, so each setting runs in a child
 process: OpenBLAS's default, and OPENBLAS_THREAD_TIMEOUT=4 (idle threads sleep at once).
@@ -19,12 +19,11 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 ROUNDS = 15
 PAUSE_S = 0.3
 D, N = 128, 4096
-OUT = Path(__file__).resolve().parent / "results" / "thread_spin.json"
+OUT = "thread_spin.json"
 SETTINGS = {"OpenBLAS default": None, "OPENBLAS_THREAD_TIMEOUT=4": "4"}
 
 
@@ -45,9 +44,9 @@ def child() -> dict:
     after_sgemm, after_pause = [], []
     for _ in range(ROUNDS):
         sgemm()
-        after_sgemm.append(bench._timed(kernel))
+        after_sgemm.append(bench.time_once(kernel))
         time.sleep(PAUSE_S)
-        after_pause.append(bench._timed(kernel))
+        after_pause.append(bench.time_once(kernel))
     return {"after_sgemm_s": float(np.median(after_sgemm)), "after_pause_s": float(np.median(after_pause))}
 
 
@@ -62,7 +61,8 @@ def run_setting(timeout: str | None) -> dict:
 
 
 def main() -> None:
-    from lattn_edu import bench
+    from lattn_edu import bench, records
+    from lattn_edu.machine import machine_info
 
     rows = []
     for label, timeout in SETTINGS.items():
@@ -71,12 +71,9 @@ def main() -> None:
         rows.append(row)
         print(f"{label:26}: kernel right after sgemm {1e3 * row['after_sgemm_s']:6.1f} ms, after a "
               f"{PAUSE_S} s pause {1e3 * row['after_pause_s']:6.1f} ms: x{row['slowdown']:.2f}", flush=True)
-    record = {"description": __doc__, "machine": bench.machine_info(), "rounds": ROUNDS, "pause_s": PAUSE_S,
+    record = {"description": __doc__, "machine": machine_info(engines=True), "rounds": ROUNDS, "pause_s": PAUSE_S,
               "d": D, "n": N, "batch_heads": bench.BATCH_HEADS, "results": rows}
-    text = json.dumps(record, indent=1) + "\n"
-    OUT.write_text(text, encoding="utf-8")
-    (bench.PACKAGED / OUT.name).write_text(text, encoding="utf-8")  # chapter 9 reads it anywhere
-    print(f"written to {OUT} and {bench.PACKAGED / OUT.name}")
+    print(f"written: {records.save_record(OUT, record)}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
-"""Tests for lattn_edu.bench and benchmarks/peers.py: every benchmarked kernel is correct, and a
-tiny ``lattn-edu bench`` run writes well-formed JSON, CSV and plots. No timing is asserted."""
+"""Tests for lattn_edu.bench and its peers: every benchmarked kernel is correct, and a tiny
+``lattn-edu bench`` run writes well-formed JSON, CSV and plots. No timing is asserted."""
 
 from __future__ import annotations
 
 import csv
-import io
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,14 +15,19 @@ pytest.importorskip("numba")
 torch = pytest.importorskip("torch")
 
 import lattn_edu as la  # noqa: E402
-from lattn_edu import bench, cli  # noqa: E402
+from lattn_edu import bench, cli, records  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 @pytest.fixture(scope="module")
 def peers():
-    return bench.load_peers()
+    from lattn_edu.bench import peers
+
+    return peers
 
 
 def qkv(rng, lead, n, d, d_v, dtype=np.float64):
@@ -45,9 +51,9 @@ def test_peer_sdpa_matches_the_reference(peers, rng):
     assert_close(got, la.softmax_attention(q, k, v, causal=True), what="SDPA")
 
 
-def test_every_benchmarked_method_agrees_with_the_reference(peers):
+def test_every_benchmarked_method_agrees_with_the_reference():
     """The benchmark's own check: each method, as the benchmark calls it, within float32 tolerance."""
-    found = bench.methods(peers, la.available_backends())
+    found = bench.timed_methods(la.available_backends())
     names = {m.name for m in found}
     assert {bench.OURS, bench.KERNEL, bench.PEER, bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA} <= names
     assert {f"{b} {f}" for b in la.available_backends() for f in la.linear.FORMS} <= names
@@ -57,11 +63,12 @@ def test_every_benchmarked_method_agrees_with_the_reference(peers):
     assert not bad
 
 
-def test_missing_peers_give_a_clear_message(tmp_path, capsys):
-    with pytest.raises(FileNotFoundError, match="checkout"):
-        bench.load_peers(tmp_path / "peers.py")
-    assert cli.main(["bench", "--peers", str(tmp_path / "peers.py"), "--out", str(tmp_path)]) == 2
-    assert "benchmarks/peers.py" in capsys.readouterr().err
+@pytest.mark.parametrize("gated", [False, True], ids=["bench", "gated"])
+def test_without_torch_the_command_says_what_to_install(gated, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    assert cli.main(["bench", *(["--gated"] if gated else []), "--out", str(tmp_path)]) == 2
+    assert "pip install 'lattn_edu[torch]'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
 
 
 def test_bad_sizes_are_refused(tmp_path, capsys):
@@ -71,11 +78,14 @@ def test_bad_sizes_are_refused(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """One tiny benchmark through the command line, the way a reader would start it."""
+    """One tiny benchmark through the command line, the way a reader would start it; the
+    recorded run's bytes before and after it, which --out must leave alone."""
     out = tmp_path_factory.mktemp("bench")
+    recorded = records.find_record("bench.json").read_bytes()
     code = cli.main(["bench", "--quick", "--dims", "8", "16", "--sizes", "64", "128", "--batch-heads", "2",
                      "--decode-sizes", "50", "100", "--decode-steps", "5", "--max-call-seconds", "0.5",
                      "--no-progress", "--out", str(out)])
+    assert records.find_record("bench.json").read_bytes() == recorded
     return code, out
 
 
@@ -158,22 +168,12 @@ def test_crossover_below_the_smallest_size_is_flagged():
     assert entry["at_or_below_smallest"] and entry["crossover_n"] == 128
 
 
-def test_progress_bar_writes_to_its_stream():
-    stream = io.StringIO()
-    progress = bench.Progress(total=4, stream=stream)
-    for i in range(4):
-        progress.advance(1, f"step {i}")
-    progress.close()
-    lines = stream.getvalue().splitlines()
-    assert lines and "100%" in lines[-1] and "step 3" in lines[-1]
-
-
 @pytest.fixture(scope="module")
 def gpu_script():
     """benchmarks/gpu.py, imported as a module (it is a script, not part of the package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("lattn_edu_gpu_script", bench.REPO / "benchmarks" / "gpu.py")
+    spec = importlib.util.spec_from_file_location("lattn_edu_gpu_script", ROOT / "benchmarks" / "gpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

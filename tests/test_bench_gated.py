@@ -1,5 +1,5 @@
-"""Tests for lattn_edu.bench_gated and the gated peers of benchmarks/peers.py: the peers are right,
-and a tiny ``lattn-edu bench --gated`` run writes a well-formed record. No timing is asserted."""
+"""Tests for lattn_edu.bench.gated and the gated peers of lattn_edu.bench.peers: the peers are
+right, and a tiny ``lattn-edu bench --gated`` run writes a well-formed record. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ pytest.importorskip("numba")
 torch = pytest.importorskip("torch")
 
 import lattn_edu as la  # noqa: E402
-from lattn_edu import bench, bench_gated, cli  # noqa: E402
+from lattn_edu import cli  # noqa: E402
+from lattn_edu.bench import gated as bench_gated  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
 from gated_inputs import delta_inputs, gated_inputs  # noqa: E402
@@ -19,7 +20,9 @@ from gated_inputs import delta_inputs, gated_inputs  # noqa: E402
 
 @pytest.fixture(scope="module")
 def peers():
-    return bench.load_peers()
+    from lattn_edu.bench import peers
+
+    return peers
 
 
 def as_tensors(*arrays):
@@ -43,8 +46,7 @@ def test_delta_peer_matches_the_reference(peers, gated, rng):
 
 
 def test_tiny_gated_run_writes_a_well_formed_record(tmp_path, capsys):
-    code = cli.main(["bench", "--gated", "--quick", "--dims", "8", "--sizes", "70", "--out", str(tmp_path),
-                     "--no-progress"])
+    code = cli.main(["bench", "--gated", "--quick", "--dims", "8", "--sizes", "70", "--out", str(tmp_path)])
     assert code == 0
     record = json.loads((tmp_path / "bench_gated.json").read_text())
     assert all(c["ok"] for c in record["correctness"])
@@ -56,7 +58,9 @@ def test_tiny_gated_run_writes_a_well_formed_record(tmp_path, capsys):
         (f, n) for f in ("gated, scalar decay", "delta rule") for n in bench_gated.DECODE_SIZES}
     assert record["load_average_start"] is None or len(record["load_average_start"]) == 3
     assert set(record["summary"]) >= {"ratio_at_least_1", "decode_growth"}
-    assert "gated, vector decay" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "gated, vector decay" in printed.out
+    assert "100%" in printed.err  # the progress bar, run to its end
 
 
 def test_summary_counts_only_the_target_shapes():

@@ -4,20 +4,20 @@ runs, the swap of the registered favor mixer is undone, and the recorded file th
 from __future__ import annotations
 
 import importlib.util
-import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from lattn_edu import bench, recall  # noqa: E402
+from lattn_edu import recall, records  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def script():
     spec = importlib.util.spec_from_file_location(
-        "lattn_edu_favor_diagnosis", bench.REPO / "benchmarks" / "favor_diagnosis.py")
+        "lattn_edu_favor_diagnosis", Path(__file__).resolve().parent.parent / "benchmarks" / "favor_diagnosis.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -55,7 +55,7 @@ def test_exp_without_norm_is_exp_of_the_projection_up_to_one_factor(script):
 
 
 def test_the_recorded_diagnosis_holds_every_variant():
-    record = json.loads((bench.PACKAGED / "favor_diagnosis.json").read_text(encoding="utf-8"))
+    record = records.load_record("favor_diagnosis.json")
     variants = [run["variant"] for run in record["results"]]
     assert sorted(variants) == sorted(["favor", "favor, no d^-1/4", "favor, m = 64",
                                        "exp, no norm term"])

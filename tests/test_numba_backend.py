@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 pytest.importorskip("numba")
 
 import lattn_edu as la  # noqa: E402
-from lattn_edu.backends import numba_backend, numpy_backend  # noqa: E402
+from lattn_edu.backends import numba_backend, numba_softmax, numpy_backend  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
 
@@ -224,7 +224,7 @@ def test_fused_kernel_finds_every_nonfinite_input_itself(bad, name, causal, dtyp
 def test_numba_softmax_matches_reference(block_size, n, causal, dtype, rng):
     q, k, v = make_qkv(rng, (2, 3), n, dtype)
     q, k = q * dtype(3), k * dtype(3)  # peaked rows: the running maximum matters
-    got = numba_backend.softmax_attention(q, k, v, causal=causal, block_size=block_size)
+    got = numba_softmax.softmax_attention(q, k, v, causal=causal, block_size=block_size)
     assert got.dtype == dtype
     assert_close(got, la.softmax_attention(q, k, v, causal=causal), what="numba softmax")
 
@@ -232,16 +232,16 @@ def test_numba_softmax_matches_reference(block_size, n, causal, dtype, rng):
 @pytest.mark.parametrize("scale", [None, 0.05, 2.0])
 def test_numba_softmax_fewer_queries_and_scale(scale, rng):
     q, k, v = make_qkv(rng, (2,), 150, np.float64, n_q=37)
-    got = numba_backend.softmax_attention(q, k, v, scale=scale, block_size=32)
+    got = numba_softmax.softmax_attention(q, k, v, scale=scale, block_size=32)
     assert_close(got, la.softmax_attention(q, k, v, scale=scale), what=f"numba softmax scale={scale}")
 
 
 def test_numba_softmax_refuses_bad_input(rng):
     q, k, v = make_qkv(rng, (), 10, np.float64)
     with pytest.raises(ValueError, match="scale"):
-        numba_backend.softmax_attention(q, k, v, scale=-1.0)
+        numba_softmax.softmax_attention(q, k, v, scale=-1.0)
     with pytest.raises(ValueError, match="causal"):
-        numba_backend.softmax_attention(q[:5], k, v, causal=True)
+        numba_softmax.softmax_attention(q[:5], k, v, causal=True)
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match="numpy"):
-        numba_backend.softmax_attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))
+        numba_softmax.softmax_attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))

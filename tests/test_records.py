@@ -1,4 +1,4 @@
-"""The one loader of recorded results: the checkout first, then the package's copies, never the network."""
+"""The one loader of recorded results: the package's data folder, never the network."""
 
 from __future__ import annotations
 
@@ -25,25 +25,27 @@ def no_network(monkeypatch):
 
 
 @pytest.fixture
-def checkout(tmp_path, monkeypatch):
-    monkeypatch.setattr(records, "CHECKOUT_RESULTS", tmp_path)
+def data(tmp_path, monkeypatch):
+    """An empty data folder in place of the package's."""
+    monkeypatch.setattr(records, "DATA", tmp_path)
     return tmp_path
 
 
-def test_the_checkout_wins_over_the_package(checkout, no_network):
-    (checkout / "recall.json").write_text(json.dumps({"config": {"steps": 7}}), encoding="utf-8")
+def test_a_saved_record_is_loaded_back(data, no_network):
+    path = records.save_record("recall.json", {"config": {"steps": 7}})
+    assert path == data / "recall.json" == records.find_record("recall.json")
     assert records.load_record("recall.json") == {"config": {"steps": 7}}
-    assert records.find_record("recall.json") == checkout / "recall.json"
+    assert path.read_text(encoding="utf-8").endswith("}\n")
 
 
-def test_without_a_checkout_the_package_copy_is_read(checkout, no_network):
+def test_the_package_data_is_read_by_default(no_network):
     assert records.find_record("recall.json") == PACKAGED / "recall.json"
     assert records.load_record("recall.json") == json.loads((PACKAGED / "recall.json").read_text())
 
 
-def test_a_missing_record_names_both_places(checkout, no_network):
+def test_a_missing_record_names_the_data_folder(data, no_network):
     assert records.find_record("nothing-9.json") is None
-    with pytest.raises(FileNotFoundError, match=r"nothing-9\.json.*looked in .*data"):
+    with pytest.raises(FileNotFoundError, match=r"nothing-9\.json.*data folder"):
         records.load_record("nothing-9.json")
 
 
@@ -53,17 +55,16 @@ def test_a_name_that_is_not_a_bare_file_name_is_refused(name):
         records.find_record(name)
 
 
-def test_bench_load_results_goes_through_the_loader(checkout, no_network):
-    (checkout / "bench.json").write_text(json.dumps({"recorded": "2031-01-02"}), encoding="utf-8")
+def test_bench_load_results_goes_through_the_loader(data, no_network):
+    records.save_record("bench.json", {"recorded": "2031-01-02"})
     assert bench.load_results() == {"recorded": "2031-01-02"}
+    assert bench.load_results(name="bench.json") == records.load_record("bench.json")
 
 
-def test_every_packaged_copy_matches_the_checkout():
-    """The package ships what the checkout recorded: a re-recorded file is copied too."""
-    stale = [p.name for p in sorted(PACKAGED.glob("*.json"))
-             if (ROOT / "benchmarks" / "results" / p.name).is_file()
-             and (ROOT / "benchmarks" / "results" / p.name).read_bytes() != p.read_bytes()]
-    assert not stale, f"src/lattn_edu/data differs from benchmarks/results for {stale}"
+def test_every_recorded_file_is_kept_once():
+    """A recorded file lives in the package's data folder only, so no second copy can go stale."""
+    twice = sorted(p.name for p in PACKAGED.iterdir() if (ROOT / "benchmarks" / "results" / p.name).exists())
+    assert not twice, f"{twice} are in both src/lattn_edu/data and benchmarks/results"
 
 
 def test_every_record_a_chapter_loads_ships_in_the_package():

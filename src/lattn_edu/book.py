@@ -4,16 +4,15 @@
   where myst-nb is absent (Colab), prints it so the reader still sees it;
 - :func:`torch_device` picks CUDA when a GPU is there and says which device runs;
 - :func:`use_book_style` makes figures legible in the site's light and dark themes;
-- :func:`machine_summary` names the machine that measured a timing.
+- :func:`machine_summary` names the machine that measured a timing (from
+  :mod:`lattn_edu.machine`, the one description of the machine).
 """
 
 from __future__ import annotations
 
-import os
-import platform
 from typing import Any
 
-import numpy as np
+from .machine import machine_summary  # noqa: F401  (chapters import it from here, with glue)
 
 
 def glue(name: str, value: Any) -> None:
@@ -65,8 +64,3 @@ def use_book_style() -> None:
         "axes.prop_cycle": mpl.cycler(color=list(PALETTE.values())),
     })
 
-
-def machine_summary() -> str:
-    """One line that says where a timing was measured, e.g. '2 CPU cores, x86_64, numpy 2.4.6'."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{cores} CPU cores, {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}"

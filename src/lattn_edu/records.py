@@ -1,10 +1,10 @@
 """Recorded results that the chapters read: benchmark runs and recall training runs.
 
-Every chapter reads a recorded file through :func:`load_record`, so the same cell works on
-the website build, in a clone and on Colab. It looks in the checkout's
-``benchmarks/results/`` first (where a fresh recording lands), then in the copies shipped
-inside the package (``lattn_edu/data/``). It never reaches for the network: an installed
-package carries everything a chapter reads.
+Each recorded file is kept once, in the package's data folder (``lattn_edu/data/``), so
+the same cell works on the website build, in a clone and on Colab, where there is no
+repository: an installed package carries everything a chapter reads, and nothing is
+fetched from the network. The scripts and commands that record a run write it there with
+:func:`save_record`; chapters and explorers read it with :func:`load_record`.
 
 :func:`provenance` turns a record into the words a chapter prints next to it,
 "recorded on <machine>, <date>", so a reader on another machine is never told that a
@@ -14,45 +14,52 @@ recorded number was measured on theirs.
 from __future__ import annotations
 
 import json
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-# src/lattn_edu/records.py -> the checkout's root; in an installed package this folder
-# holds no benchmarks/results, and only the packaged copies are found.
-CHECKOUT_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+DATA = Path(str(resources.files("lattn_edu") / "data"))
 
 
-def _packaged(name: str) -> Path:
-    return Path(str(resources.files("lattn_edu") / "data" / name))
+def _checked(name: Any) -> str:
+    if not isinstance(name, str) or not name or Path(name).name != name:
+        raise ValueError(f"name must be a bare file name such as 'bench.json'; got {name!r}")
+    return name
 
 
 def find_record(name: str) -> Path | None:
-    """Where the recorded file ``name`` (e.g. ``"recall.json"``) is read from, or None.
-
-    The checkout's ``benchmarks/results/<name>`` wins over the copy in the package.
-    """
-    if not isinstance(name, str) or not name or Path(name).name != name:
-        raise ValueError(f"name must be a bare file name such as 'bench.json'; got {name!r}")
-    for candidate in (CHECKOUT_RESULTS / name, _packaged(name)):
-        if candidate.is_file():
-            return candidate
-    return None
+    """Where the recorded file ``name`` (e.g. ``"recall.json"``) lies, or None if nothing
+    has been recorded under that name."""
+    path = DATA / _checked(name)
+    return path if path.is_file() else None
 
 
 def load_record(name: str) -> dict[str, Any]:
-    """The recorded JSON file ``name``, from the checkout or else from the package.
+    """The recorded JSON file ``name`` from the package's data folder.
 
     Raises
     ------
     FileNotFoundError
-        When neither holds it; the message names both places.
+        When it has not been recorded; the message names the folder.
     """
     path = find_record(name)
     if path is None:
-        raise FileNotFoundError(f"no recorded {name}: looked in {CHECKOUT_RESULTS} and in the "
-                                f"package's data folder ({_packaged(name).parent})")
+        raise FileNotFoundError(f"no recorded {name} in the package's data folder ({DATA})")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def save_record(name: str, record: dict[str, Any]) -> Path:
+    """Record ``record`` as the JSON file ``name`` where :func:`load_record` reads it; returns the path."""
+    return write_record(record, DATA / _checked(name))
+
+
+def write_record(record: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write ``record`` to ``path`` as every recorded file is written: indented JSON, one
+    trailing newline (a run kept aside, such as ``lattn-edu bench --quick``'s)."""
+    path = Path(path)
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 def provenance(record: dict[str, Any]) -> str:

@@ -27,7 +27,9 @@ _FAST = {"contract", "reassoc", "nsz"}
 
 # BLAS from scipy's bundled library, declared to numba by symbol name (not by address, which
 # changes per process) so that kernels calling it can still be cached. Fortran BLAS takes
-# every argument by reference and stores matrices by column; the wrappers below hide both.
+# every argument by reference and stores matrices by column; the wrappers below hide both,
+# and each call names its arguments in the order of the reference BLAS's documentation
+# (e.g. SGEMM(TRANSA, TRANSB, M, N, K, ALPHA, A, LDA, B, LDB, BETA, C, LDC)).
 def _blas_function(name: str, n_arguments: int) -> Any:
     symbol = f"lattn_edu_{name}"
     llvm.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_blas", name))
@@ -53,14 +55,26 @@ def _gemm(a, b, out, transpose_a, transpose_b, beta, blas):
     BLAS reads a row-major X as the column-major Xᵀ, so it is asked for outᵀ = op(b)ᵀ op(a)ᵀ.
     """
     ints, flags, scalars = blas
+    flags[0], flags[1] = _YES if transpose_b else _NO, _YES if transpose_a else _NO
     ints[0], ints[1] = out.shape[1], out.shape[0]  # outᵀ is [n, m]
     ints[2] = a.shape[0] if transpose_a else a.shape[1]  # the inner size
     ints[3], ints[4], ints[5] = max(1, b.shape[1]), max(1, a.shape[1]), max(1, out.shape[1])
-    flags[0], flags[1] = _YES if transpose_b else _NO, _YES if transpose_a else _NO
     scalars[0], scalars[1] = 1, beta
-    arguments = (flags[0:].ctypes, flags[1:].ctypes, ints[0:].ctypes, ints[1:].ctypes,
-                 ints[2:].ctypes, scalars[0:].ctypes, b.ctypes, ints[3:].ctypes, a.ctypes,
-                 ints[4:].ctypes, scalars[1:].ctypes, out.ctypes, ints[5:].ctypes)
+    arguments = (
+        flags[0:].ctypes,  # TRANSA: 'T' to transpose BLAS's A (b's memory, read as bᵀ), else 'N'
+        flags[1:].ctypes,  # TRANSB: the same for BLAS's B (a's memory, read as aᵀ)
+        ints[0:].ctypes,  # M = out.shape[1]: rows of C = outᵀ
+        ints[1:].ctypes,  # N = out.shape[0]: columns of C
+        ints[2:].ctypes,  # K: the inner size, a's columns (rows when transposed)
+        scalars[0:].ctypes,  # ALPHA = 1
+        b.ctypes,  # A: b's memory
+        ints[3:].ctypes,  # LDA = b.shape[1]: the stride between b's rows
+        a.ctypes,  # B: a's memory
+        ints[4:].ctypes,  # LDB = a.shape[1]: the stride between a's rows
+        scalars[1:].ctypes,  # BETA = beta: 0 overwrites out, 1 adds into it
+        out.ctypes,  # C: out's memory, written in place
+        ints[5:].ctypes,  # LDC = out.shape[1]: the stride between out's rows
+    )
     if out.itemsize == 4:
         _sgemm(*arguments)
     else:
@@ -75,13 +89,23 @@ def _lower_triangle_matmul(weights, values, blas):
     weightsᵀ, upper triangular: trmm with the triangle on the right ('R', 'U').
     """
     ints, flags, scalars = blas
+    flags[0], flags[1], flags[2], flags[3] = ord("R"), ord("U"), _NO, _NO
     ints[0], ints[1] = values.shape[1], values.shape[0]
     ints[2], ints[3] = max(1, weights.shape[1]), max(1, values.shape[1])
-    flags[0], flags[1], flags[2], flags[3] = ord("R"), ord("U"), _NO, _NO
     scalars[0] = 1
-    arguments = (flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, flags[3:].ctypes,
-                 ints[0:].ctypes, ints[1:].ctypes, scalars[0:].ctypes, weights.ctypes,
-                 ints[2:].ctypes, values.ctypes, ints[3:].ctypes)
+    arguments = (
+        flags[0:].ctypes,  # SIDE = 'R': B := B op(A), the triangle on the right
+        flags[1:].ctypes,  # UPLO = 'U': A is upper triangular (weights' lower triangle, read by columns)
+        flags[2:].ctypes,  # TRANSA = 'N': A as it is
+        flags[3:].ctypes,  # DIAG = 'N': the diagonal of A is read, not taken as ones
+        ints[0:].ctypes,  # M = values.shape[1]: rows of B = valuesᵀ
+        ints[1:].ctypes,  # N = values.shape[0] = c: columns of B, the order of A
+        scalars[0:].ctypes,  # ALPHA = 1
+        weights.ctypes,  # A: weights' memory
+        ints[2:].ctypes,  # LDA = weights.shape[1]: the stride between weights' rows
+        values.ctypes,  # B: values' memory, overwritten with the product
+        ints[3:].ctypes,  # LDB = values.shape[1]: the stride between values' rows
+    )
     if values.itemsize == 4:
         _strmm(*arguments)
     else:
@@ -98,13 +122,23 @@ def _unit_lower_solve(matrix, rhs, blas):
     not transposed ('N'), unit diagonal ('U').
     """
     ints, flags, scalars = blas
+    flags[0], flags[1], flags[2], flags[3] = ord("R"), ord("U"), _NO, ord("U")
     ints[0], ints[1] = rhs.shape[1], rhs.shape[0]  # Rᵀ is [w, c]
     ints[2], ints[3] = max(1, matrix.shape[1]), max(1, rhs.shape[1])
-    flags[0], flags[1], flags[2], flags[3] = ord("R"), ord("U"), _NO, ord("U")
     scalars[0] = 1
-    arguments = (flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, flags[3:].ctypes,
-                 ints[0:].ctypes, ints[1:].ctypes, scalars[0:].ctypes, matrix.ctypes,
-                 ints[2:].ctypes, rhs.ctypes, ints[3:].ctypes)
+    arguments = (
+        flags[0:].ctypes,  # SIDE = 'R': solve X op(A) = ALPHA·B, the triangle on the right
+        flags[1:].ctypes,  # UPLO = 'U': A is upper triangular (matrix's lower triangle, read by columns)
+        flags[2:].ctypes,  # TRANSA = 'N': A as it is
+        flags[3:].ctypes,  # DIAG = 'U': A's diagonal taken as ones and not read
+        ints[0:].ctypes,  # M = rhs.shape[1]: rows of B = Rᵀ
+        ints[1:].ctypes,  # N = rhs.shape[0] = c: columns of B, the order of A
+        scalars[0:].ctypes,  # ALPHA = 1
+        matrix.ctypes,  # A: matrix's memory
+        ints[2:].ctypes,  # LDA = matrix.shape[1]: the stride between matrix's rows
+        rhs.ctypes,  # B: rhs's memory, overwritten with the solution X
+        ints[3:].ctypes,  # LDB = rhs.shape[1]: the stride between rhs's rows
+    )
     if rhs.itemsize == 4:
         _strsm(*arguments)
     else:

@@ -1,8 +1,10 @@
 """Peers for ``lattn-edu bench`` and ``benchmarks/gpu.py``: how the field computes attention in torch.
 
-These are deliberately *not* lattn_edu code: each is the well-known way production
+They ship with the package so that the command and the scripts import the same code, but
+they share nothing with lattn_edu's own kernels: each is the well-known way production
 libraries and papers write the computation, so that the benchmark measures our kernels
-against an independent baseline rather than against themselves.
+against an independent baseline rather than against themselves. Importing this module
+imports torch.
 
 - :func:`torch_chunkwise_linear_attention`: causal linear attention with elu+1 features,
   normalised, in chunks of 64 tokens: a masked C×C matmul inside each chunk plus the

@@ -2,8 +2,9 @@
 
 For d in (64, 128) and N from 1,024 to 16,384 (batch·heads = 8, float32, d_v = d, chunks of
 64) it times three chunkwise forms of ours, each through the public function on the numba
-backend, against its peer in ``benchmarks/peers.py`` (written the way flash-linear-attention's
-naive chunk references are), interleaved round by round on the same inputs:
+backend, against its peer in :mod:`lattn_edu.bench.peers` (written the way
+flash-linear-attention's naive chunk references are), interleaved round by round on the
+same inputs:
 
 - gated linear attention with one log decay per step (Mamba-2, simple GLA);
 - gated linear attention with one log decay per key channel (GLA);
@@ -12,11 +13,11 @@ naive chunk references are), interleaved round by round on the same inputs:
 Before any timing every method is checked against the float64 numpy reference. Then it times
 decoding: one token through the recurrent form with the state carried, after 1k, 10k and 100k
 tokens (the numba backend's recurrent form called directly, as a decoder would), which should
-cost the same whatever came before. Results go to
-``benchmarks/results/bench_gated.json`` (``--quick``: ``benchmarks/results/quick/``), with the
-load average and the cores other processes kept busy, since the machine may be shared: the
-ratios of interleaved timings are what to read, not the absolute times.
-``lattn_edu.bench.load_results(name="bench_gated.json")`` reads the record back.
+cost the same whatever came before. The record goes to ``bench_gated.json`` in
+``benchmarks/results/`` under the current directory (``--quick``: ``benchmarks/results/quick/``;
+or ``--out``), with the load average and the cores other processes kept busy, since the
+machine may be shared: the ratios of interleaved timings are what to read, not the absolute
+times. ``lattn_edu.bench.load_results(path)`` reads it back.
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
+from tqdm import tqdm
 
 import lattn_edu as la
 
-from .bench import (RESULTS, OtherLoad, Progress, _timed, load_peers, machine_info, relative_error,
-                    time_interleaved)
+from .. import records
+from ..machine import machine_info
+from .cli import output_folder
+from .harness import OtherLoad, advance, relative_error, time_interleaved, time_once
 
 DIMS = (64, 128)
 SIZES = (1024, 2048, 4096, 8192, 16384)
@@ -48,7 +52,7 @@ FAMILIES = ("gated, scalar decay", "gated, vector decay", "delta rule")
 
 @dataclass(frozen=True)
 class GatedSettings:
-    """How much to measure (the fields :func:`lattn_edu.bench.time_interleaved` reads, and sizes)."""
+    """How much to measure (the fields :func:`.harness.time_interleaved` reads, and sizes)."""
 
     sizes: tuple[int, ...]
     dims: tuple[int, ...]
@@ -77,9 +81,11 @@ def make_inputs(n: int, d: int, bh: int, seed: int = 0) -> dict[str, np.ndarray]
             "beta": rng.uniform(0.0, 1.0, (bh, n)).astype(np.float32)}
 
 
-def calls(family: str, x: dict[str, Any], peers: Any) -> tuple[Callable[[], Any], Callable[[], Any]]:
+def calls(family: str, x: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """(ours, peer) for a family on inputs x (numpy arrays; the peer gets torch views of them)."""
     import torch
+
+    from . import peers
 
     t = {name: torch.from_numpy(a) for name, a in x.items()}
     if family == "delta rule":
@@ -103,7 +109,7 @@ def reference(family: str, x: dict[str, np.ndarray]) -> np.ndarray:
                                      y["g_scalar" if family == "gated, scalar decay" else "g_vector"])
 
 
-def check_correctness(peers: Any, dims: tuple[int, ...], n: int = 200, bh: int = 4) -> list[dict]:
+def check_correctness(dims: tuple[int, ...], n: int = 200, bh: int = 4) -> list[dict]:
     """Ours and the peer against the float64 reference, N not a multiple of the chunk; this also
     compiles the numba kernels before anything is timed."""
     import torch
@@ -113,7 +119,7 @@ def check_correctness(peers: Any, dims: tuple[int, ...], n: int = 200, bh: int =
         x = make_inputs(n, d, bh, seed=7)
         for family in FAMILIES:
             expected = reference(family, x)
-            for origin, call in zip(("ours", "peer"), calls(family, x, peers)):
+            for origin, call in zip(("ours", "peer"), calls(family, x)):
                 with torch.inference_mode():
                     error = relative_error(call(), expected)
                 rows.append({"family": family, "origin": origin, "d": d, "n": n, "relative_error": error,
@@ -121,7 +127,7 @@ def check_correctness(peers: Any, dims: tuple[int, ...], n: int = 200, bh: int =
     return rows
 
 
-def benchmark_shapes(peers: Any, settings: GatedSettings, progress: Progress) -> list[dict]:
+def benchmark_shapes(settings: GatedSettings, progress: tqdm) -> list[dict]:
     """Every family's (ours, peer) pair on every (d, N), all six calls interleaved per round."""
     import torch
 
@@ -131,10 +137,10 @@ def benchmark_shapes(peers: Any, settings: GatedSettings, progress: Progress) ->
             x = make_inputs(n, d, settings.batch_heads)
             timed = {}
             for family in FAMILIES:
-                timed[(family, "ours")], timed[(family, "peer")] = calls(family, x, peers)
+                timed[(family, "ours")], timed[(family, "peer")] = calls(family, x)
             named = {f"{family} / {origin}": call for (family, origin), call in timed.items()}
             with torch.inference_mode():
-                estimates = {name: _timed(call) for name, call in named.items()}  # untimed first call
+                estimates = {name: time_once(call) for name, call in named.items()}  # untimed first call
                 others.cores()
                 samples = time_interleaved(named, estimates, settings)
             busy = others.cores()
@@ -151,7 +157,7 @@ def benchmark_shapes(peers: Any, settings: GatedSettings, progress: Progress) ->
                     "ratio_per_round_median": float(np.median(per_round)),
                     "ratio_per_round_p5": float(np.percentile(per_round, 5)),
                     "load_average": load, "other_processes_cores": busy})
-            progress.advance(1, f"d={d} N={n:,}")
+            advance(progress, 1, f"d={d} N={n:,}")
     return rows
 
 
@@ -159,7 +165,7 @@ def _family_step(family: str, x: dict[str, np.ndarray], n: int, form: str, state
     """(o, final state) of ``family`` on the first n tokens of x from ``state``: the numba
     backend's form called directly, as a decoder would call it once per token (the public
     function's argument checks cost more than the step itself)."""
-    from .backends import numba_backend
+    from ..backends import numba_backend
 
     part = {name: a[:, :n] for name, a in x.items()}
     scale = x["q"].shape[-1] ** -0.5
@@ -170,7 +176,7 @@ def _family_step(family: str, x: dict[str, np.ndarray], n: int, form: str, state
                                            CHUNK)
 
 
-def benchmark_decoding(dims: tuple[int, ...], sizes: tuple[int, ...], steps: int, progress: Progress,
+def benchmark_decoding(dims: tuple[int, ...], sizes: tuple[int, ...], steps: int, progress: tqdm,
                        seed: int = 3) -> list[dict]:
     """Per-token time of one recurrent step (numba) with the state after N tokens carried in:
     gated (scalar decay) and the delta rule, one head, float32. The sizes take turns step by
@@ -192,7 +198,7 @@ def benchmark_decoding(dims: tuple[int, ...], sizes: tuple[int, ...], steps: int
                              "median_s": float(np.median(times[n][1:])),  # the first call compiles
                              "p95_s": float(np.percentile(times[n][1:], 95)),
                              "state_bytes": int(states[n].nbytes)})
-            progress.advance(len(sizes), f"decoding d={d} {family}")
+            advance(progress, len(sizes), f"decoding d={d} {family}")
     return rows
 
 
@@ -243,18 +249,13 @@ def run(args: argparse.Namespace, started: float) -> int:
     for option in ("dims", "sizes"):
         if getattr(args, option):
             settings = replace(settings, **{option: tuple(sorted(set(getattr(args, option))))})
-    try:
-        peers = load_peers(args.peers)
-    except FileNotFoundError as err:
-        print(f"lattn-edu bench: {err}", file=sys.stderr)
-        return 2
-    out = args.out if args.out is not None else (RESULTS / "quick" if args.quick else RESULTS)
+    out = output_folder(args)
     out.mkdir(parents=True, exist_ok=True)
     load_start = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     steps = len(settings.dims) * (len(settings.sizes) + 2 * len(settings.decode_sizes)) + 1
-    progress = Progress(total=steps, enabled=not args.no_progress)
-    correctness = check_correctness(peers, settings.dims)
-    progress.advance(1, "checked against the reference")
+    progress = tqdm(total=steps, desc="lattn-edu bench --gated", disable=args.no_progress, file=sys.stderr)
+    correctness = check_correctness(settings.dims)
+    advance(progress, 1, "checked against the reference")
     wrong = [c for c in correctness if not c["ok"]]
     if wrong:
         progress.close()
@@ -263,12 +264,12 @@ def run(args: argparse.Namespace, started: float) -> int:
                   f"reference: relative error {c['relative_error']:.2e} > {TOLERANCE:g}",
                   file=sys.stderr)
         return 1
-    rows = benchmark_shapes(peers, settings, progress)
+    rows = benchmark_shapes(settings, progress)
     decode = benchmark_decoding(settings.dims, settings.decode_sizes, settings.decode_steps, progress)
     progress.close()
     record = {
         "schema": 1, "description": __doc__.split("\n\n")[1].replace("\n", " "), "quick": bool(args.quick),
-        "recorded": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(),
+        "recorded": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(engines=True),
         "settings": {**{k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.__dict__.items()},
                      "chunk_size": CHUNK, "dtype": "float32",
                      "ours": "numba chunkwise, through the public function"},
@@ -277,8 +278,8 @@ def run(args: argparse.Namespace, started: float) -> int:
         "correctness": correctness, "results": rows, "decode": decode, "summary": summarise(rows, decode),
     }
     record["wall_seconds"] = time.perf_counter() - started
-    (out / "bench_gated.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    path = records.write_record(record, out / "bench_gated.json")
     print(report(record))
-    print(f"written to {out / 'bench_gated.json'}")
+    print(f"written: {path}")
     return 0
 

@@ -1,0 +1,162 @@
+"""What ``lattn-edu bench`` times: the methods, the shapes and how much to measure (chapter 9).
+
+Linear attention is credited with 4·d·d_v FLOPs per token (the state update and the read
+of the causal scan), whatever a form really computes, so every form and peer is rated on
+the same work. Each method also says roughly how much memory it allocates and whether
+its time grows like N or N², so that the harness can stop growing N before a call would
+pass the memory budget or the time limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+import lattn_edu as la
+
+from ..linear import FORMS
+
+DIMS = (32, 64, 128)
+SIZES = tuple(2**p for p in range(7, 17))  # 128 ... 65,536
+QUICK_SIZES = (128, 512, 2048, 8192)
+DECODE_SIZES = (1_000, 10_000, 100_000)
+BATCH_HEADS = 8
+CHUNK = 64
+EPS = 1e-6
+FLOAT_BYTES = 4
+TOLERANCE = 1e-4  # float32 against the float64 reference (RMS relative), the suite's tolerance
+OURS = "numba chunkwise"  # our fast form, through la.linear_attention with its checks
+KERNEL = "numba chunkwise kernel"  # the same kernel called directly: no argument checks or dispatch
+PEER = "torch chunkwise peer"
+SOFTMAX_OURS, SOFTMAX_SDPA = "numba softmax", "torch SDPA"
+SGEMM = "numpy sgemm"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How much to measure: the full recorded run, or ``--quick``."""
+
+    sizes: tuple[int, ...]
+    dims: tuple[int, ...]
+    batch_heads: int
+    min_rounds: int  # timed calls of each method per shape, at least
+    max_rounds: int
+    shape_seconds: float  # aim for about this much timed work per shape
+    max_call_s: float  # a method stops growing N once its next call would take longer
+    memory_budget: float  # bytes a method may allocate beyond its inputs
+    sgemm_size: int
+    decode_sizes: tuple[int, ...]
+    decode_steps: int
+
+
+FULL = Settings(sizes=SIZES, dims=DIMS, batch_heads=BATCH_HEADS, min_rounds=5, max_rounds=25,
+                shape_seconds=6.0, max_call_s=4.0, memory_budget=4 * 2**30, sgemm_size=2048,
+                decode_sizes=DECODE_SIZES, decode_steps=400)
+QUICK = Settings(sizes=QUICK_SIZES, dims=DIMS, batch_heads=BATCH_HEADS, min_rounds=3, max_rounds=9,
+                 shape_seconds=1.0, max_call_s=0.4, memory_budget=2 * 2**30, sgemm_size=1024,
+                 decode_sizes=DECODE_SIZES, decode_steps=100)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One thing to time: how to build its call from the inputs, and what it costs."""
+
+    name: str
+    family: str  # 'linear' | 'softmax' | 'sgemm'
+    origin: str  # 'ours' | 'peer'
+    backend: str
+    form: str
+    build: Callable[["Inputs"], Callable[[], Any]]
+    extra_bytes: Callable[[int, int, int], float]  # (N, d, batch·heads) -> bytes beyond the inputs
+    time_exponent: int  # 2 when the time grows like N², for predicting the next size
+
+
+@dataclass
+class Inputs:
+    """One shape's inputs: numpy arrays [B, N, d] and torch tensors sharing their memory."""
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    tq: Any = None
+    tk: Any = None
+    tv: Any = None
+
+
+def _linear_extra_bytes(backend: str, form: str) -> Callable[[int, int, int], float]:
+    """Bytes a form allocates beyond q, k, v and the output, roughly (for the memory budget)."""
+    def extra(n: int, d: int, bh: int) -> float:
+        features = 2 * bh * n * d * FLOAT_BYTES
+        if form == "quadratic":  # the N×N weights (numba: one per thread at a time)
+            stacks = 2 if backend == "numba" else 3 * bh
+            return features + stacks * n * n * FLOAT_BYTES
+        if form == "parallel" and backend != "numba":  # every prefix state S_i, and a temporary
+            return features + 2 * bh * n * d * d * FLOAT_BYTES
+        if form == "chunkwise" and backend == "torch":  # per-chunk states and their prefix sums
+            return features + 3 * bh * (n / CHUNK + 1) * d * d * FLOAT_BYTES
+        return features
+    return extra
+
+
+def _our_forms(backends: tuple[str, ...]) -> list[Method]:
+    """Every form on every backend, through la.linear_attention."""
+    found = []
+    for backend in backends:
+        for form in FORMS:
+            def build(x: Inputs, backend: str = backend, form: str = form) -> Callable[[], Any]:
+                q, k, v = (x.tq, x.tk, x.tv) if backend == "torch" else (x.q, x.k, x.v)
+                return lambda: la.linear_attention(q, k, v, causal=True, form=form, backend=backend,
+                                                   chunk_size=CHUNK, eps=EPS)
+            found.append(Method(f"{backend} {form}", "linear", "ours", backend, form, build,
+                                _linear_extra_bytes(backend, form), 2 if form == "quadratic" else 1))
+    return found
+
+
+def timed_methods(backends: tuple[str, ...]) -> list[Method]:
+    """Every method the benchmark times, ours first, then the peers and the softmax baselines."""
+    from ..backends import numba_backend, numba_softmax
+    from . import peers
+
+    found = _our_forms(backends)
+    if "numba" in backends:
+        found.append(Method(
+            KERNEL, "linear", "ours", "numba", "chunkwise",
+            lambda x: lambda: numba_backend.chunkwise_elu_linear_attention(x.q, x.k, x.v, True, EPS, CHUNK),
+            _linear_extra_bytes("numba", "chunkwise"), 1))
+    found.append(Method(
+        PEER, "linear", "peer", "torch", "chunkwise",
+        lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=CHUNK, eps=EPS),
+        _linear_extra_bytes("torch", "chunkwise"), 1))
+    found.append(Method(
+        SOFTMAX_OURS, "softmax", "ours", "numba", "flash",
+        lambda x: lambda: numba_softmax.softmax_attention(x.q, x.k, x.v, causal=True),
+        lambda n, d, bh: 0.0, 2))
+    found.append(Method(
+        SOFTMAX_SDPA, "softmax", "peer", "torch", "sdpa",
+        lambda x: lambda: peers.sdpa_causal_softmax_attention(x.tq[None], x.tk[None], x.tv[None]),
+        lambda n, d, bh: 0.0, 2))
+    found.append(Method(
+        "numpy softmax", "softmax", "ours", "numpy", "materialised",
+        lambda x: lambda: la.softmax_attention(x.q, x.k, x.v, causal=True, max_matrix_bytes=2**40),
+        lambda n, d, bh: 4 * bh * n * n * FLOAT_BYTES, 2))
+    return found
+
+
+def linear_flops(n: int, d: int, d_v: int, bh: int) -> float:
+    """FLOPs credited to causal linear attention: 4·d·d_v per token (update + read of the scan)."""
+    return 4.0 * d * d_v * n * bh
+
+
+def softmax_flops(n: int, d: int, d_v: int, bh: int) -> float:
+    """FLOPs of causal softmax attention: q·k and the weighted sum over the N(N+1)/2 visible pairs."""
+    return float(n) * (n + 1) * (d + d_v) * bh
+
+
+def make_inputs(n: int, d: int, bh: int, seed: int = 0) -> Inputs:
+    """Seeded float32 q, k, v [bh, N, d] and torch views of the same memory."""
+    import torch
+
+    q, k, v = np.random.default_rng(seed).standard_normal((3, bh, n, d), dtype=np.float32)
+    return Inputs(q, k, v, torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))

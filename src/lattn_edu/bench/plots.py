@@ -1,0 +1,145 @@
+"""The plots of a ``lattn-edu bench`` record: throughput, speed-up, time and decoding (chapter 9).
+
+Each ``plot_*`` takes a record (as :func:`lattn_edu.bench.load_results` returns it) and
+returns a matplotlib Figure, so a chapter draws the recorded run and the command writes
+the same figures as PNG files next to its CSV.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .methods import KERNEL, OURS, PEER, SOFTMAX_OURS, SOFTMAX_SDPA
+from .summary import timed_rows
+
+
+_STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-"), "torch chunkwise": ("C1", "^", "--"),
+          "numpy chunkwise": ("C2", "v", "--"), "numba recurrent": ("C4", "D", ":"),
+          "numba parallel": ("C5", "P", ":"), "numba quadratic": ("C6", "X", ":"),
+          SOFTMAX_OURS: ("C7", "o", "-."), SOFTMAX_SDPA: ("C8", "s", "-."), "numpy softmax": ("C9", "^", "-.")}
+
+
+def _label(record: dict) -> str:
+    m = record["machine"]
+    return (f"{m['cpu']}, {m['cores']} cores; numba {m['numba_threads']} threads, torch "
+            f"{m['torch_threads']}; batch·heads = {record['settings']['batch_heads']}, float32")
+
+
+def _method_panels(record: dict, names: tuple[str, ...], value: Callable[[dict], float],
+                   ylabel: str) -> tuple[Any, dict[int, Any]]:
+    """One panel per d, sharing the y axis, with a line per method of ``names``: ``value(row)``
+    against N. Returns the figure and {d: axes} for each caller's scales and extras."""
+    import matplotlib.pyplot as plt
+
+    rows, dims = record["results"], record["settings"]["dims"]
+    fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.0), sharey=True, squeeze=False)
+    for ax, d in zip(axes[0], dims):
+        for name in names:
+            ok = timed_rows(rows, name, d)
+            if ok:
+                colour, marker, line = _STYLE[name]
+                sizes = sorted(ok)
+                ax.plot(sizes, [value(ok[n]) for n in sizes], line, marker=marker, color=colour, label=name, ms=4)
+        ax.set(xlabel="sequence length N", title=f"d = d_v = {d}")
+    axes[0][0].set_ylabel(ylabel)
+    return fig, dict(zip(dims, axes[0]))
+
+
+def plot_throughput(record: dict) -> Any:
+    """GFLOP/s (4·d·d_v per token) against N for the linear-attention methods, one panel per d,
+    with the sgemm measured in the same rounds as the ceiling."""
+    names = (OURS, KERNEL, PEER, "torch chunkwise", "numpy chunkwise", "numba recurrent", "numba parallel")
+    fig, panels = _method_panels(record, names, lambda row: row["gflops"], "GFLOP/s (4·d·d_v per token)")
+    for d, ax in panels.items():
+        ceiling = [r["sgemm_gflops_same_rounds"] for r in record["results"] if r["d"] == d
+                   and r["method"] == OURS and r["status"] == "ok"]
+        if ceiling:
+            ax.axhline(float(np.median(ceiling)), color="black", lw=1, ls=":", label="numpy sgemm (ceiling)")
+        ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7, loc="best")
+    fig.suptitle("Causal linear attention throughput. " + _label(record), fontsize=8)
+    return fig
+
+
+def plot_ratio(record: dict) -> Any:
+    """Our best numba form's speed over the peer's (time of peer / time of ours) against N."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    for d, shapes in _group(record["summary"]["per_shape"], "d").items():
+        ax.plot([s["n"] for s in shapes], [s["ratio"] for s in shapes], marker="o", label=f"d = {d}")
+    ax.axhline(1.0, color="black", lw=1, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="sequence length N", ylabel="speed-up over the torch chunkwise peer",
+           title="Our best numba form against the peer (same run)")
+    ax.legend(fontsize=8)
+    fig.suptitle(_label(record), fontsize=7)
+    return fig
+
+
+def plot_times(record: dict) -> Any:
+    """Time per call against N on log-log axes: linear (ours, peer) against softmax (ours, SDPA,
+    materialised), one panel per d, with the crossovers marked."""
+    names = (OURS, PEER, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax")
+    fig, panels = _method_panels(record, names, lambda row: 1e3 * row["median_s"], "time per call (ms, median)")
+    for d, ax in panels.items():
+        for entry in record["summary"]["crossover"]:
+            if entry["d"] == d and entry["crossover_n"] is not None:
+                ax.axvline(entry["crossover_n"], color=_STYLE[entry["softmax"]][0], lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle("Causal attention, linear vs softmax (dotted: crossovers). " + _label(record), fontsize=8)
+    return fig
+
+
+def plot_decode(record: dict) -> Any:
+    """Per-token decoding time against the number of tokens already seen (log-log)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    styles = {"LinearAttentionState.step": "-", "SoftmaxKVCache.step": "--"}
+    for i, d in enumerate(sorted({r["d"] for r in record["decode"]})):
+        for method, line in styles.items():
+            mine = sorted((r for r in record["decode"] if r["d"] == d and r["method"] == method),
+                          key=lambda r: r["n"])
+            ax.loglog([r["n"] for r in mine], [1e6 * r["median_s"] for r in mine], line, marker="o",
+                      color=f"C{i}", label=f"{method.split('.')[0]}, d = {d}", ms=4)
+    ax.set(xlabel="tokens already seen N", ylabel="time per decoded token (µs, median)",
+           title="Decoding: fixed state vs growing KV cache")
+    ax.legend(fontsize=7)
+    fig.suptitle(_label(record), fontsize=7)
+    return fig
+
+
+PLOTS = {"bench_throughput.png": plot_throughput, "bench_ratio.png": plot_ratio,
+         "bench_times.png": plot_times, "bench_decode.png": plot_decode}
+
+
+def _group(items: list[dict], key: str) -> dict[Any, list[dict]]:
+    groups: dict[Any, list[dict]] = {}
+    for item in items:
+        groups.setdefault(item[key], []).append(item)
+    return groups
+
+
+def write_plots(record: dict, out: Path) -> list[str]:
+    """Every plot of :data:`PLOTS` as a PNG in ``out``, in the book's style; returns the file names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..book import use_book_style
+
+    use_book_style()
+    written = []
+    for name, plot in PLOTS.items():
+        fig = plot(record)
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        written.append(name)
+    return written
