@@ -8,11 +8,11 @@
     ex.solution             # the reference answer
 """
 
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch11, ch12
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12
 from .base import Exercise, ExerciseFailed
 from .quiz import Quiz
 
-CHAPTERS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch11, ch12)
+CHAPTERS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12)
 CATALOG = {exercise.id: exercise for module in CHAPTERS for exercise in module.EXERCISES}
 
 __all__ = ["CATALOG", "Exercise", "ExerciseFailed", "Quiz"]

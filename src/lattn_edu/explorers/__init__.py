@@ -8,6 +8,7 @@ from .decay import DecayExplorer
 from .feature_maps import FeatureMapsExplorer
 from .gates import GatesExplorer
 from .kernels import KernelsExplorer
+from .memory import MemoryExplorer
 from .rank import RankExplorer
 from .recurrence import RecurrenceExplorer
 from .scaling import ScalingExplorer
@@ -18,8 +19,8 @@ from .worked_example import WorkedExampleExplorer
 CATALOG = {cls.name: cls for cls in (StateSizeExplorer, KernelsExplorer, RankExplorer,
                                      SharpnessExplorer, FeatureMapsExplorer, RecurrenceExplorer,
                                      WorkedExampleExplorer, DecayExplorer, ScalingExplorer,
-                                     GatesExplorer)}
+                                     GatesExplorer, MemoryExplorer)}
 
 __all__ = ["CATALOG", "Explorer", "FeatureMapsExplorer", "GatesExplorer", "ImpossibleSetting", "KernelsExplorer",
-           "RankExplorer", "SharpnessExplorer", "StateSizeExplorer", "DecayExplorer",
+           "MemoryExplorer", "RankExplorer", "SharpnessExplorer", "StateSizeExplorer", "DecayExplorer",
            "RecurrenceExplorer", "ScalingExplorer", "WorkedExampleExplorer"]

@@ -1,0 +1,126 @@
+"""Exercises for chapter 10: the delta update, its gradient-step derivation, the crosstalk term,
+a chunk's T matrix and one chunkwise step of the delta rule.
+
+The checkers compare against ``la.delta_rule`` (recurrent form, with an initial state and the
+final state returned), ``la.ut_transform`` and ``lattn_edu.memory.crosstalk``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import lattn_edu as la
+from lattn_edu.memory import crosstalk
+
+from .base import Exercise, check_function, code_exercise
+
+
+def _unit(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def solution_delta_update(state, k, v, beta):
+    """S + β k (v − Sᵀk)ᵀ: one write of the delta rule. state [m, d_v], k [m], v [d_v]."""
+    return state + beta * np.outer(k, v - state.T @ k)
+
+
+def _update_cases():
+    rng = np.random.default_rng(10)
+    cases = []
+    for m, d_v, beta in ((3, 2, 1.0), (7, 5, 0.4), (16, 9, 1.7)):
+        cases.append({"state": rng.standard_normal((m, d_v)), "k": _unit(rng.standard_normal(m)),
+                      "v": rng.standard_normal(d_v), "beta": beta})
+    return cases
+
+
+def _update_reference(state, k, v, beta):
+    return la.delta_rule(k[None], k[None], v[None], np.array([beta]), form="recurrent",
+                         initial_state=state, return_state=True)[1]
+
+
+def _check_delta_update(answer):
+    check_function(answer, _update_reference, _update_cases(), rtol=1e-10)
+
+
+def solution_loss_gradient(state, k, v):
+    """∂/∂S of ½‖Sᵀk − v‖²: k (Sᵀk − v)ᵀ, [m, d_v]."""
+    return np.outer(k, state.T @ k - v)
+
+
+def _gradient_cases():
+    rng = np.random.default_rng(101)
+    return [{"state": rng.standard_normal((m, d_v)), "k": rng.standard_normal(m),
+             "v": rng.standard_normal(d_v)} for m, d_v in ((2, 3), (5, 5), (11, 4))]
+
+
+def solution_crosstalk(keys, values):
+    """Σ_{j≠i} (k_j·k_i) v_j for every i: keys [P, m], values [P, d_v] -> [P, d_v]."""
+    gram = keys @ keys.T
+    return (gram - np.diag(np.diag(gram))) @ values
+
+
+def _crosstalk_cases():
+    rng = np.random.default_rng(102)
+    return [{"keys": _unit(rng.standard_normal((p, m))), "values": rng.standard_normal((p, d_v))}
+            for p, m, d_v in ((2, 3, 2), (9, 5, 4), (40, 16, 8))]
+
+
+def _check_crosstalk(answer):
+    check_function(answer, lambda keys, values: crosstalk(keys, values)[1], _crosstalk_cases(),
+                   rtol=1e-10)
+
+
+def solution_t_matrix(k, beta):
+    """T = (I + A)⁻¹ with A = tril(diag(β) K Kᵀ, −1): k [C, d_k], beta [C] -> [C, C]."""
+    a = np.tril(beta[:, None] * (k @ k.T), -1)
+    return np.linalg.inv(np.eye(len(k)) + a)
+
+
+def _t_cases():
+    rng = np.random.default_rng(103)
+    return [{"k": _unit(rng.standard_normal((c, d_k))), "beta": rng.uniform(0, 2, c)}
+            for c, d_k in ((1, 3), (4, 4), (9, 5), (16, 8))]
+
+
+def _check_t_matrix(answer):
+    check_function(answer, lambda k, beta: la.ut_transform(k, beta), _t_cases(), rtol=1e-9)
+
+
+def solution_chunk_step(q, k, v, beta, state):
+    """One chunk of the delta rule, scale 1: (outputs [C, d_v], state after [d_k, d_v])."""
+    t_matrix = solution_t_matrix(k, beta)  # [C, C]
+    w = t_matrix @ (beta[:, None] * k)  # W  [C, d_k]
+    u = t_matrix @ (beta[:, None] * v) - w @ state  # pseudo-values U  [C, d_v]
+    out = q @ state + np.tril(q @ k.T) @ u
+    return out, state + k.T @ u
+
+
+def _chunk_cases():
+    rng = np.random.default_rng(104)
+    return [{"q": rng.standard_normal((c, d_k)), "k": _unit(rng.standard_normal((c, d_k))),
+             "v": rng.standard_normal((c, d_v)), "beta": rng.uniform(0, 2, c),
+             "state": rng.standard_normal((d_k, d_v))}
+            for c, d_k, d_v in ((1, 3, 2), (5, 4, 3), (13, 6, 5), (32, 16, 8))]
+
+
+def _chunk_reference(q, k, v, beta, state):
+    return la.delta_rule(q, k, v, beta, scale=1.0, form="recurrent", initial_state=state,
+                         return_state=True)
+
+
+def _check_chunk_step(answer):
+    check_function(answer, _chunk_reference, _chunk_cases(), rtol=1e-9, outputs=2)
+
+
+EXERCISES = [
+    Exercise("ch10.delta_update", "One write of the delta rule", "code", solution_delta_update,
+             _check_delta_update),
+    code_exercise("ch10.loss_gradient", "The gradient of ½‖Sᵀk − v‖² with respect to S",
+                  solution_loss_gradient, _gradient_cases, rtol=1e-10),
+    Exercise("ch10.crosstalk", "The crosstalk term of every stored pair", "code", solution_crosstalk,
+             _check_crosstalk),
+    Exercise("ch10.t_matrix", "A chunk's T matrix (the UT transform)", "code", solution_t_matrix,
+             _check_t_matrix),
+    Exercise("ch10.chunk_step", "One chunkwise step of the delta rule", "code", solution_chunk_step,
+             _check_chunk_step),
+]

@@ -1,0 +1,115 @@
+"""Explorer ``memory``: P key–value pairs in an [m, d_v] state, written by three rules (chapter 10).
+
+- additive:    S ← S + k_j v_jᵀ
+- delta:       S ← S + β k_j (v_j − Sᵀk_j)ᵀ
+- gated delta: S ← a S first (a = GATED_DECAY), then the delta step
+
+Keys are random unit vectors with a shared component (cosine about the key correlation ρ);
+values are random unit vectors. Left: the retrieval error ‖Sᵀk_i − v_i‖ of every stored pair in
+the order they were written. Right: the singular values of each rule's state (at most
+min(m, d_v) of them: the rank cap). The figure and its artists are built once; a control
+change recomputes three small scans and moves the artists' data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from ..book import PALETTE
+from ..memory import RULES, make_keys, make_values, retrieval_error, state_singular_values, write_memory
+from .base import Explorer
+
+VALUE_WIDTH = 16  # d_v
+GATED_DECAY = 0.95  # the gated rule's decay a per step: a pair written 20 steps ago keeps 0.95^20 ≈ 0.36
+MAX_PAIRS = 64  # the P axis is fixed at the largest P of the slider, so pictures line up
+STYLES = {"additive": (PALETTE["orange"], "-", "o"), "delta": (PALETTE["blue"], "--", "s"),
+          "gated delta": (PALETTE["green"], ":", "^")}  # colour plus line style and marker
+
+
+def compute_memory(p: int, m: int, beta: float = 1.0, correlation: float = 0.0,
+                   d_v: int = VALUE_WIDTH, decay: float = GATED_DECAY, seed: int = 0) -> dict[str, Any]:
+    """Per rule: the retrieval error of each pair [P] and the state's singular values [min(m, d_v)]."""
+    keys = make_keys(p, m, "random", correlation, seed)  # [P, m]
+    values = make_values(p, d_v, seed + 1)  # [P, d_v]
+    errors, singular = {}, {}
+    for rule in RULES:
+        state = write_memory(keys, values, rule, beta, decay)  # [m, d_v]
+        errors[rule] = retrieval_error(state, keys, values)
+        singular[rule] = state_singular_values(state)
+    return {"p": p, "m": m, "beta": beta, "correlation": correlation, "errors": errors,
+            "singular": singular}
+
+
+def build_memory_figure() -> tuple[Figure, dict[str, Any]]:
+    """The empty figure with fixed axes positions and one line per rule in each panel."""
+    fig = Figure(figsize=(8.5, 3.4), layout="none")  # fixed axes: no layout pass per update
+    error_ax = fig.add_axes((0.07, 0.15, 0.5, 0.68))
+    value_ax = fig.add_axes((0.66, 0.15, 0.32, 0.68))
+    artists: dict[str, Any] = {"error_ax": error_ax, "value_ax": value_ax, "errors": {}, "singular": {}}
+    for rule in RULES:
+        colour, style, marker = STYLES[rule]
+        artists["errors"][rule], = error_ax.plot([], [], color=colour, linestyle=style, marker=marker,
+                                                 markersize=3, label=rule)
+        artists["singular"][rule], = value_ax.plot([], [], color=colour, linestyle=style, marker=marker,
+                                                   markersize=4)
+    # few, fixed ticks: text is most of a redraw's cost
+    error_ax.set(xlim=(0, MAX_PAIRS + 1), xticks=(1, 16, 32, 48, 64), xlabel="pair i (in the order written)",
+                 ylabel="‖Sᵀk_i − v_i‖ / ‖v_i‖")
+    error_ax.legend(loc="upper left", fontsize=8, ncol=3, frameon=False)
+    value_ax.set(xlim=(0.5, VALUE_WIDTH + 0.5), xticks=(1, 4, 8, 12, 16), xlabel="index")
+    value_ax.set_title("singular values of S", fontsize=10)
+    artists["capacity"] = error_ax.axvline(0, color="#777777", linewidth=1, linestyle="-.")
+    artists["title"] = fig.suptitle("", fontsize=10)
+    for ax in (error_ax, value_ax):
+        ax.grid(alpha=0.3)
+        ax.yaxis.set_major_locator(MaxNLocator(4))
+    return fig, artists
+
+
+def update_memory_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
+    """Move every artist to ``result``: data, limits, the m marker and the title."""
+    p, m = result["p"], result["m"]
+    highest_error, highest_value = 1.0, 1.0
+    for rule in RULES:
+        errors, singular = result["errors"][rule], result["singular"][rule]
+        artists["errors"][rule].set_data(np.arange(1, p + 1), errors)
+        artists["singular"][rule].set_data(np.arange(1, len(singular) + 1), singular)
+        highest_error = max(highest_error, float(errors.max()))
+        highest_value = max(highest_value, float(singular.max()))
+    artists["error_ax"].set_ylim(0, 1.3 * highest_error)  # headroom for the legend
+    artists["value_ax"].set_ylim(0, 1.1 * highest_value)
+    artists["capacity"].set_xdata([m, m])
+    artists["error_ax"].set_title(f"retrieval error (dash-dot line: P = m = {m})", fontsize=10)
+    artists["title"].set_text(f"P = {p} pairs, m = {m}, d_v = {VALUE_WIDTH}, β = {result['beta']:g}, "
+                              f"key correlation {result['correlation']:g}, gated a = {GATED_DECAY}")
+
+
+def plot_memory(result: dict[str, Any]) -> Figure:
+    """A new figure showing ``result`` (the explorer reuses one figure instead)."""
+    fig, artists = build_memory_figure()
+    update_memory_figure(artists, result)
+    return fig
+
+
+class MemoryExplorer(Explorer):
+    """Store P pairs by three rules and see what each can read back, and the rank it leaves."""
+
+    name = "memory"
+    title = "Memory: P key–value pairs in an m×d_v state, added or overwritten"
+    controls = {"p": (8, 16, 32, 64), "m": (16, 32), "beta": (0.5, 1.0, 1.5),
+                "correlation": (0.0, 0.8)}  # 48 frames: the static page stays under 3 MB
+    defaults = {"p": 16, "m": 16, "beta": 1.0, "correlation": 0.0}
+    labels = {"p": "pairs P", "m": "key width m", "beta": "step β", "correlation": "key correlation ρ"}
+
+    def render(self, **values: Any) -> Figure:
+        """The shared figure, moved to ``values``: the same values always draw the same picture."""
+        settings = self.settings(**values)
+        if getattr(self, "_figure", None) is None:
+            self._figure, self._artists = build_memory_figure()
+        update_memory_figure(self._artists, compute_memory(settings["p"], settings["m"], settings["beta"],
+                                                           settings["correlation"]))
+        return self._figure

@@ -1,0 +1,50 @@
+"""The memory explorer: its numbers are the memory module's, and the figure moves in place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lattn_edu.explorers.memory import (GATED_DECAY, MemoryExplorer, STYLES, compute_memory,
+                                        plot_memory)
+from lattn_edu.memory import RULES, memory_errors
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_errors_are_the_memory_modules(rule):
+    result = compute_memory(19, 13, beta=0.7, correlation=0.3, d_v=5, seed=2)
+    expected = memory_errors(19, 13, 5, rule, "random", 0.3, beta=0.7, decay=GATED_DECAY, seed=2)
+    np.testing.assert_allclose(result["errors"][rule], expected, rtol=1e-12)
+    assert result["singular"][rule].shape == (5,)  # min(m, d_v) singular values
+
+
+def test_delta_beats_additive_and_the_gate_fades_the_oldest_pair():
+    result = compute_memory(16, 16)
+    errors = result["errors"]
+    assert errors["delta"].mean() < errors["additive"].mean()
+    assert errors["delta"][-1] < 1e-12  # β = 1: the last pair is read back exactly
+    assert errors["gated delta"][0] > errors["gated delta"][-1]
+
+
+def test_render_reuses_one_figure_and_redraws_each_setting():
+    explorer = MemoryExplorer()
+    first = explorer.render(p=8)
+    lines = first.axes[0].get_lines()
+    second = explorer.render(p=64, correlation=0.8)
+    assert second is first  # built once, updated in place
+    assert len(lines[0].get_xdata()) == 64
+    assert "P = 64" in second._suptitle.get_text()
+    assert first.axes[0].get_ylim()[1] >= max(compute_memory(64, 16, correlation=0.8)["errors"]["additive"])
+
+
+def test_each_rule_has_a_second_cue_besides_colour():
+    styles = list(STYLES.values())
+    assert len({s[1] for s in styles}) == len({s[2] for s in styles}) == len(RULES)
+    fig = plot_memory(compute_memory(8, 16))
+    assert [line.get_label() for line in fig.axes[0].get_lines()[:3]] == list(RULES)
+
+
+def test_defaults_and_bad_setting():
+    assert MemoryExplorer().defaults == {"p": 16, "m": 16, "beta": 1.0, "correlation": 0.0}
+    with pytest.raises(ValueError, match="unknown"):
+        MemoryExplorer().render(width=3)
