@@ -331,3 +331,19 @@ def test_grading_refuses_a_file_that_is_not_a_notebook(tmp_path):
     path.write_text('{"answer": 1}', encoding="utf-8")
     with pytest.raises(ValueError, match="path: .*not a Jupyter notebook"):
         grading.notebook_verdicts(path)
+
+
+def test_grading_can_run_a_submission_first_so_saved_verdicts_do_not_count(tmp_path):
+    from lattn_edu.exercises import grading
+    stale = nbformat.v4.new_code_cell('exercises.CATALOG["ch02.one_weight"].feedback(4.5)')
+    stale.outputs = [nbformat.v4.new_output("stream", name="stdout", text="✓ ch02.one_weight: correct.\n")]
+    cells = [nbformat.v4.new_code_cell("from lattn_edu import exercises"),
+             nbformat.v4.new_code_cell('raise NotImplementedError("an unfinished cell")'),
+             nbformat.v4.new_code_cell('exercises.CATALOG["ch05.output"].feedback('
+                                       'exercises.CATALOG["ch05.output"].solution)'),
+             stale]
+    path = tmp_path / "submission.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    assert grading.notebook_verdicts(path) == {"ch02.one_weight": "correct"}  # as saved
+    assert grading.notebook_verdicts(path, execute=True) == {"ch05.output": "correct",
+                                                             "ch02.one_weight": "wrong"}
