@@ -284,7 +284,9 @@ def test_only_the_listed_checkers_call_their_solution(exercise_id, monkeypatch):
                                   original.__defaults__)
 
     def unavailable(*args, **kwargs):
-        raise RuntimeError("the checker called the solution")
+        raise RuntimeError("the checker called the solution: compare with the package instead, or "
+                           "name the exercise in CHECKED_AGAINST_THEIR_SOLUTION and in the instructor "
+                           "guide's table, with the reason")
 
     monkeypatch.setattr(original, "__code__", unavailable.__code__)  # seen by every reference to it
     if exercise_id in CHECKED_AGAINST_THEIR_SOLUTION:
