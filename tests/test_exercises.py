@@ -3,8 +3,14 @@ slightly perturbed outputs, a function that raises, the wrong shape, None, a non
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import re
+import types
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -249,3 +255,107 @@ def test_square_product_moves_n_over_3_multiply_adds_per_number():
     for n in (1, 7, 64):
         assert ch09.multiply_adds_per_number(n, n, n) == pytest.approx(n / 3)
     assert exercises.CATALOG["ch09.read_reuse"].solution == ch09.multiply_adds_per_number(64, 128, 128)
+
+
+def test_every_chapter_module_of_the_package_is_in_the_catalog():
+    """Exercise modules are found by name: each chNN.py is loaded, and only its own ids are in it."""
+    folder = Path(exercises.__file__).parent
+    files = sorted(path.stem for path in folder.glob("ch[0-9][0-9].py"))
+    assert [module.__name__.rsplit(".", 1)[1] for module in exercises.CHAPTERS] == files
+    for module in exercises.CHAPTERS:
+        chapter = module.__name__.rsplit(".", 1)[1]
+        assert module.EXERCISES and all(e.id.startswith(f"{chapter}.") for e in module.EXERCISES)
+    assert len(exercises.CATALOG) == sum(len(module.EXERCISES) for module in exercises.CHAPTERS)
+
+
+# Checkers that compare with their solution function, each for a reason the instructor guide
+# gives; every other code exercise's checker compares with the package and needs no solution.
+CHECKED_AGAINST_THEIR_SOLUTION = {"ch06.favor_attention", "ch06.favor_variance", "ch07.elu_limit",
+                                  "ch12.log_decay_gradient"}
+
+
+@pytest.mark.parametrize("exercise_id", CODE)
+def test_only_the_listed_checkers_call_their_solution(exercise_id, monkeypatch):
+    """With the solution's body swapped for one that raises, a checker that does not need it
+    still accepts the solution and rejects a perturbed answer."""
+    exercise = exercises.CATALOG[exercise_id]
+    original = exercise.solution
+    solution = types.FunctionType(original.__code__, original.__globals__, original.__name__,
+                                  original.__defaults__)
+
+    def unavailable(*args, **kwargs):
+        raise RuntimeError("the checker called the solution: compare with the package instead, or "
+                           "name the exercise in CHECKED_AGAINST_THEIR_SOLUTION and in the instructor "
+                           "guide's table, with the reason")
+
+    monkeypatch.setattr(original, "__code__", unavailable.__code__)  # seen by every reference to it
+    if exercise_id in CHECKED_AGAINST_THEIR_SOLUTION:
+        with pytest.raises(RuntimeError, match="called the solution"):
+            exercise.check(solution)
+        return
+    exercise.check(solution)
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercise.check(lambda *args, **case: perturb(solution(*args, **case)))
+
+
+def test_an_instructor_variant_on_fresh_inputs_accepts_the_right_function_only():
+    def fresh_inputs():
+        rng = np.random.default_rng(4127)
+        return [{"x": 4 * rng.standard_normal((n, 5))} for n in (1, 17, 63)]
+
+    variant = exercises.code_exercise("hw.elu_plus_one", "elu+1 on fresh inputs", la.elu_plus_one,
+                                      fresh_inputs)
+    variant.check(exercises.CATALOG["ch02.elu_plus_one"].solution)
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        variant.check(lambda x: np.maximum(x, 0) + 1)  # relu+1: wrong for x < 0
+
+
+def _ran_notebook(path, answers):
+    """A notebook as nbconvert leaves it: each exercise cell's output is feedback's printout."""
+    cells = []
+    for exercise_id, answer in answers.items():
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            exercises.CATALOG[exercise_id].feedback(answer)
+        cell = nbformat.v4.new_code_cell(f'exercises.CATALOG["{exercise_id}"].feedback(answer)')
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=buffer.getvalue())]
+        cells.append(cell)
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+
+
+def test_grading_reads_every_verdict_of_an_executed_notebook(tmp_path, capsys):
+    from lattn_edu.exercises import ch02, grading
+    path = tmp_path / "ran.ipynb"
+    _ran_notebook(path, {"ch02.elu_plus_one": ch02.solution_elu_plus_one,
+                         "ch02.one_weight": 4.5,
+                         "ch02.kernel_weights": ...,
+                         "ch05.output": exercises.CATALOG["ch05.output"].solution})
+    assert grading.notebook_verdicts(path) == {"ch02.elu_plus_one": "correct", "ch02.one_weight": "wrong",
+                                               "ch02.kernel_weights": "not attempted",
+                                               "ch05.output": "correct"}
+    assert grading.main([str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"{path}\t2 of 4 correct"
+
+
+def test_grading_refuses_a_file_that_is_not_a_notebook(tmp_path):
+    from lattn_edu.exercises import grading
+    path = tmp_path / "answers.json"
+    path.write_text('{"answer": 1}', encoding="utf-8")
+    with pytest.raises(ValueError, match="path: .*not a Jupyter notebook"):
+        grading.notebook_verdicts(path)
+
+
+def test_grading_can_run_a_submission_first_so_saved_verdicts_do_not_count(tmp_path):
+    from lattn_edu.exercises import grading
+    stale = nbformat.v4.new_code_cell('exercises.CATALOG["ch02.one_weight"].feedback(4.5)')
+    stale.outputs = [nbformat.v4.new_output("stream", name="stdout", text="✓ ch02.one_weight: correct.\n")]
+    cells = [nbformat.v4.new_code_cell("from lattn_edu import exercises"),
+             nbformat.v4.new_code_cell('raise NotImplementedError("an unfinished cell")'),
+             nbformat.v4.new_code_cell('exercises.CATALOG["ch05.output"].feedback('
+                                       'exercises.CATALOG["ch05.output"].solution)'),
+             stale]
+    path = tmp_path / "submission.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    assert grading.notebook_verdicts(path) == {"ch02.one_weight": "correct"}  # as saved
+    assert grading.notebook_verdicts(path, execute=True) == {"ch05.output": "correct",
+                                                             "ch02.one_weight": "wrong"}

@@ -13,7 +13,9 @@ Markdown (tools/plain_markdown.py) with:
   ``remove-cell``) folded as Colab forms (``#@title ...`` with ``"cellView": "form"``):
   Colab shows only the title until the reader opens it, and a quiz answers only once an
   option is chosen;
-- no solutions at all when ``_config.yml`` sets ``hide_solutions: true`` (the student build).
+- no solutions at all when ``_config.yml`` sets ``hide_solutions: true`` (the student build),
+  and ``"solutions": false`` in its metadata, which the student build's strict check
+  requires of every edition its Colab buttons open.
 
 The glued values live in each notebook's metadata (``lattn_edu.glue``) as well as in its
 text, so ``--check`` can render every source again with the values the notebook recorded:
@@ -132,12 +134,15 @@ def render(source: Path, book: plain_markdown.Book, glue: dict[str, str], requir
             cells.append(form_cell(folded[0], code))
         else:
             cells.append(nbformat.v4.new_code_cell(code))
+    recorded = {"source": source.relative_to(ROOT).as_posix(),
+                "glue": {name: glue[name] for name in sorted(translator.glue_used)}}
+    if hide_solutions:  # the student build's check (book/_ext/student_build.py) reads this
+        recorded["solutions"] = False
     notebook = nbformat.v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
         "colab": {"provenance": []},
-        "lattn_edu": {"source": source.relative_to(ROOT).as_posix(),
-                      "glue": {name: glue[name] for name in sorted(translator.glue_used)}},
+        "lattn_edu": recorded,
     })
     for index, cell in enumerate(notebook.cells):
         cell.id = f"{source.stem}-{index}"[:64]

@@ -49,7 +49,8 @@ REVIEW_PDFS = ("05-worked-example.pdf", "07-quality-gap.pdf")
 def toc_pages(root: Path = ROOT) -> list[str]:
     """Every page of _toc.yml, in reading order, as paths without a suffix."""
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    return [toc["root"]] + [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
+    parts = toc.get("parts", [toc])  # a book with no parts lists its chapters at the top
+    return [toc["root"]] + [chapter["file"] for part in parts for chapter in part.get("chapters", [])]
 
 
 def chapter_pdf_name(page: str) -> str | None:
@@ -168,11 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html",
                         help="the built site (default: _build/html)")
+    parser.add_argument("--book", type=Path, default=ROOT,
+                        help="the book's root, whose _toc.yml orders the pages (default: this repository)")
     parser.add_argument("--review", type=Path, default=None,
                         help=f"also write PNG images of the pages of {' and '.join(REVIEW_PDFS)} here")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    written = make_pdfs(args.html.resolve())
+    written = make_pdfs(args.html.resolve(), args.book.resolve())
     for pdf in written:
         info = describe(pdf)
         print(f"{pdf.relative_to(args.html.resolve()).as_posix()}: {info['pages']} pages, "

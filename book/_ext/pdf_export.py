@@ -68,7 +68,8 @@ def _print_pdfs(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or not _enabled(app):
         return
     root = Path(app.srcdir)
-    result = subprocess.run([sys.executable, str(root / TOOL), "--html", str(app.outdir)],
+    result = subprocess.run([sys.executable, str(root / TOOL), "--html", str(app.outdir),
+                             "--book", str(root)],
                             cwd=root, capture_output=True, text=True)
     if result.returncode != 0:
         raise ExtensionError(f"{TOOL} failed, so this build has no PDFs:\n{result.stderr[-3000:]}")

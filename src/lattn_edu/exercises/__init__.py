@@ -6,13 +6,27 @@
     ex = exercises.CATALOG["ch02.elu_plus_one"]
     ex.check(my_function)   # quiet when right; raises exercises.ExerciseFailed when wrong
     ex.solution             # the reference answer
+
+``code_exercise`` and ``value_exercise`` build an exercise on inputs of your own (an
+instructor's variant); ``grading.notebook_verdicts`` reads the checkers' verdicts from an
+executed notebook.
+
+Every module of this package named ``chNN`` (``ch03.py``) is a chapter's exercises, listed in
+its ``EXERCISES``; they are found by name, so a new chapter's exercises are one new module.
 """
 
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12
-from .base import Exercise, ExerciseFailed
+import importlib
+import pkgutil
+import re
+
+from .base import Exercise, ExerciseFailed, code_exercise, value_exercise
 from .quiz import Quiz
 
-CHAPTERS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12)
+CHAPTER_MODULE = re.compile(r"ch\d\d")
+
+CHAPTERS = tuple(importlib.import_module(f"{__name__}.{name}")
+                 for _, name, _ in sorted(pkgutil.iter_modules(__path__))
+                 if CHAPTER_MODULE.fullmatch(name))
 CATALOG = {exercise.id: exercise for module in CHAPTERS for exercise in module.EXERCISES}
 
-__all__ = ["CATALOG", "Exercise", "ExerciseFailed", "Quiz"]
+__all__ = ["CATALOG", "Exercise", "ExerciseFailed", "Quiz", "code_exercise", "value_exercise"]

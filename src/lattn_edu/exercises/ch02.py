@@ -6,7 +6,7 @@ import numpy as np
 
 import lattn_edu as la
 
-from .base import Exercise, check_function, code_exercise, value_exercise
+from .base import Exercise, check_function, value_exercise
 
 
 def solution_elu_plus_one(x):
@@ -52,12 +52,21 @@ def _rank_cases():
                                            (100_000, 128))]
 
 
+def _check_elu_plus_one(answer):
+    check_function(answer, lambda x: la.elu_plus_one(x), _elu_cases(), rtol=1e-6)
+
+
+def _check_kernel_weights(answer):
+    check_function(answer, lambda q, k: la.effective_attention_matrix(q, k, "elu+1", eps=0.0),
+                   _weight_cases(), rtol=1e-6)
+
+
+# The checkers compare with the package's own functions, so they need none of the solutions.
 EXERCISES = [
-    code_exercise("ch02.elu_plus_one", "Write the elu+1 feature map", solution_elu_plus_one,
-                  _elu_cases, rtol=1e-6),
-    code_exercise("ch02.kernel_weights", "Normalised weights of a factorised kernel",
-                  solution_kernel_weights, _weight_cases,
-                  rtol=1e-6),
+    Exercise("ch02.elu_plus_one", "Write the elu+1 feature map", "code", solution_elu_plus_one,
+             _check_elu_plus_one),
+    Exercise("ch02.kernel_weights", "Normalised weights of a factorised kernel", "code",
+             solution_kernel_weights, _check_kernel_weights),
     value_exercise("ch02.one_weight", "One weight by hand: φ(q)·φ(k) with elu+1 for q = [1, -1], k = [0.5, 2]",
                    float(la.elu_plus_one(np.array([1.0, -1.0])) @ la.elu_plus_one(np.array([0.5, 2.0]))),
                    rtol=1e-3),

@@ -1,15 +1,17 @@
 """Exercises for chapter 9: one step of the chunkwise form, and what a chunk costs.
 
-The chunk step's checker compares against the reference solution below, which
-``tests/test_exercises.py`` ties to the package: run over every chunk, it reproduces
-``la.chunkwise_linear_attention``.
+The chunk step's checker compares against the package's recurrent form started from the
+carried state; ``tests/test_exercises.py`` checks that the solution, run over every chunk,
+reproduces ``la.chunkwise_linear_attention``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import code_exercise, value_exercise
+import lattn_edu as la
+
+from .base import Exercise, check_function, value_exercise
 
 
 def solution_chunk_step(q_c, k_c, v_c, state, normaliser):
@@ -37,14 +39,24 @@ def _chunk_cases():
     return cases
 
 
+def _reference_chunk_step(q_c, k_c, v_c, state, normaliser):
+    """The package's recurrent form, started from the carried (S, z), on the chunk's features."""
+    out, (after, normaliser_after) = la.linear_attention(
+        q_c, k_c, v_c, feature_map="identity", causal=True, form="recurrent", eps=0.0,
+        initial_state=(state, normaliser), return_state=True)
+    return out, after, normaliser_after
+
+
 def multiply_adds_per_number(a: int, b: int, c: int) -> float:
     """A product [a, b]·[b, c]: abc multiply–adds over the ab + bc + ac numbers it reads and writes."""
     return a * b * c / (a * b + b * c + a * c)
 
 
 EXERCISES = [
-    code_exercise("ch09.chunk_step", "One chunk of the chunkwise form: outputs, then the carried state",
-                  solution_chunk_step, _chunk_cases, rtol=1e-5, outputs=3),
+    Exercise("ch09.chunk_step", "One chunk of the chunkwise form: outputs, then the carried state",
+             "code", solution_chunk_step,
+             lambda answer: check_function(answer, _reference_chunk_step, _chunk_cases(), rtol=1e-5,
+                                           outputs=3)),
     value_exercise("ch09.work_ratio", "Chunkwise over recurrent work per token at C = m = d_v = 64",
                    (64 * (64 + 64) + 2 * 64 * 64) / (2 * 64 * 64)),
     value_exercise("ch09.state_kib", "The float32 state S of one head at m = d_v = 128, in KiB",

@@ -2,7 +2,8 @@
 a chunk's T matrix and one chunkwise step of the delta rule.
 
 The checkers compare against ``la.delta_rule`` (recurrent form, with an initial state and the
-final state returned), ``la.ut_transform`` and ``lattn_edu.memory.crosstalk``.
+final state returned; with β = 1 its step is S minus the gradient), ``la.ut_transform`` and
+``lattn_edu.memory.crosstalk``, never against the solutions.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import lattn_edu as la
 from lattn_edu.memory import crosstalk
 
-from .base import Exercise, check_function, code_exercise
+from .base import Exercise, check_function
 
 
 def _unit(x):
@@ -51,6 +52,17 @@ def _gradient_cases():
     rng = np.random.default_rng(101)
     return [{"state": rng.standard_normal((m, d_v)), "k": rng.standard_normal(m),
              "v": rng.standard_normal(d_v)} for m, d_v in ((2, 3), (5, 5), (11, 4))]
+
+
+def _gradient_reference(state, k, v):
+    # The delta rule with β = 1 is S − ∇: the package's step gives the gradient back.
+    after = la.delta_rule(k[None], k[None], v[None], np.ones(1), form="recurrent",
+                          initial_state=state, return_state=True)[1]
+    return state - after
+
+
+def _check_loss_gradient(answer):
+    check_function(answer, _gradient_reference, _gradient_cases(), rtol=1e-10)
 
 
 def solution_crosstalk(keys, values):
@@ -115,8 +127,8 @@ def _check_chunk_step(answer):
 EXERCISES = [
     Exercise("ch10.delta_update", "One write of the delta rule", "code", solution_delta_update,
              _check_delta_update),
-    code_exercise("ch10.loss_gradient", "The gradient of ½‖Sᵀk − v‖² with respect to S",
-                  solution_loss_gradient, _gradient_cases, rtol=1e-10),
+    Exercise("ch10.loss_gradient", "The gradient of ½‖Sᵀk − v‖² with respect to S", "code",
+             solution_loss_gradient, _check_loss_gradient),
     Exercise("ch10.crosstalk", "The crosstalk term of every stored pair", "code", solution_crosstalk,
              _check_crosstalk),
     Exercise("ch10.t_matrix", "A chunk's T matrix (the UT transform)", "code", solution_t_matrix,
