@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 # apt waits this long for another apt or dpkg (an unattended upgrade, a neighbour's install)
@@ -41,8 +41,8 @@ class System:
 
     which: Callable[[str], str | None] = shutil.which
     run: Callable[..., subprocess.CompletedProcess] = subprocess.run
-    euid: Callable[[], int] = os.geteuid
-    environ: dict[str, str] = field(default_factory=lambda: os.environ)
+    euid: Callable[[], int] = getattr(os, "geteuid", lambda: -1)  # -1: not root (no geteuid on Windows)
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     say: Callable[[str], None] = print
 
 
