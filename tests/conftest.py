@@ -1,10 +1,23 @@
-"""Shared test helpers: one closeness check for every comparison in the suite."""
+"""Shared test helpers: one closeness check for every comparison in the suite, the book built
+once per session, and the programs outside Python some tests run (installed when missing)."""
 
 from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import system_packages  # noqa: E402
 
 settings.register_profile("suite", deadline=None, max_examples=40, derandomize=True)
 settings.load_profile("suite")
@@ -47,3 +60,93 @@ def assert_close(actual, expected, rtol: float | None = None, what: str = "") ->
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261129)
+
+
+# ---- programs outside Python -------------------------------------------------------------
+
+# Each program here is handed to tests by the session fixture of the same name below. Before
+# the first test, those that the selected tests need are installed with apt where missing
+# (tools/system_packages.py), so the test command works on a fresh Debian machine.
+PROGRAMS = {
+    "chromium": system_packages.Program("chromium", ("chromium", "chromium-driver"), env="LATTN_CHROMIUM"),
+}
+_NOT_INSTALLED = pytest.StashKey[dict]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Install the programs the selected tests need, once, before any test runs."""
+    if session.config.option.collectonly:
+        return
+    needed = [program for name, program in PROGRAMS.items()
+              if any(name in getattr(item, "fixturenames", ()) for item in session.items)]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    say = reporter.write_line if reporter is not None else print
+    session.config.stash[_NOT_INSTALLED] = system_packages.ensure(needed, system_packages.System(say=say))
+
+
+def program_path(config: pytest.Config, name: str) -> str:
+    """The path of ``PROGRAMS[name]``; where it is missing, the test fails saying what to run."""
+    program = PROGRAMS[name]
+    problem = config.stash.get(_NOT_INSTALLED, {}).get(program.command)
+    path = system_packages.find(program, system_packages.System())
+    if problem or path is None:
+        pytest.fail(problem or f"{name} not found. {system_packages.advice([program])}", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def chromium(pytestconfig) -> str:
+    """The chromium that tests/test_site.py drives: $LATTN_CHROMIUM, else Debian's."""
+    return program_path(pytestconfig, "chromium")
+
+
+# ---- the book, built once ----------------------------------------------------------------
+
+BUILD_TIMEOUT_S = 1800
+# ipykernel's notice on the kernel's stderr while notebooks execute; not a Sphinx warning.
+HARMLESS_LOG_LINE = re.compile(r"\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption")
+
+
+@dataclass(frozen=True)
+class BookBuild:
+    """One run of the README's strict build command into a folder of its own."""
+
+    command: list[str]
+    returncode: int
+    log: str
+    seconds: float
+    folder: Path  # holds html/ (the site) and jupyter_execute/ (every executed notebook)
+
+    @property
+    def html(self) -> Path:
+        return self.folder / "html"
+
+    def executed(self, notebook: Path) -> Path:
+        """Where the build keeps ``notebook`` (a path in this checkout) as it executed it."""
+        return self.folder / "jupyter_execute" / notebook.relative_to(ROOT)
+
+    def warnings(self) -> list[str]:
+        return [line for line in self.log.splitlines()
+                if "WARNING" in line and not HARMLESS_LOG_LINE.search(line)]
+
+    def log_lines_about(self, name: str) -> str:
+        """The log's lines that mention ``name`` (a chapter's stem), else its last lines."""
+        lines = self.log.splitlines()
+        return "\n".join([line for line in lines if name in line] or lines[-40:])
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory) -> BookBuild:
+    """The book built (and every chapter executed) once per session, with
+    ``jupyter-book build . -W -n --keep-going``, into a temporary folder.
+
+    tests/test_site.py checks the site it makes and tests/test_chapters.py the notebooks it
+    executed, so a test session runs the chapters once for both.
+    """
+    out = tmp_path_factory.mktemp("book")
+    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
+    command = [jupyter_book, "build", ".", "-W", "-n", "--keep-going", "--path-output", str(out)]
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    return BookBuild(command, result.returncode, result.stdout + result.stderr,
+                     time.perf_counter() - started, out / "_build")

@@ -1,5 +1,6 @@
-"""The book: every seed section has a chapter, every chapter notebook exists, carries no
-outputs, matches its MyST source, and installs lattn_edu from the configured repository."""
+"""The book: every section of the syllabus it was written from has a chapter, in order; every
+chapter source has its notebook, which carries no outputs, matches the source, and installs
+lattn_edu from the configured repository."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import sync_notebooks  # noqa: E402
 
-# The seed's section titles (../shared/seed/linear-attention-math.txt) and the chapter
-# that teaches each one. Chapter 3 covers two seed sections, as the chapter map plans.
+# The section titles of the syllabus the book was written from (a text kept outside this
+# repository) and the chapter that teaches each one; chapter 3 covers two sections.
 SEED_SECTIONS = {
     "Softmax attention, and the one thing it forbids": "01-softmax-attention",
     "Replacing the exponential with a kernel feature map": "02-kernel-feature-maps",
@@ -27,7 +28,7 @@ SEED_SECTIONS = {
     "Why the quality gap: normalization and expressivity": "07-quality-gap",
     "The kernel cousins: SSMs and RetNet": "08-kernel-cousins",
 }
-SEED = ROOT.parent / "shared" / "seed" / "linear-attention-math.txt"
+SOURCES = sorted(sync_notebooks.SOURCES.glob("*.md"))
 
 
 def toc_files() -> list[str]:
@@ -42,19 +43,15 @@ def test_toc_has_a_chapter_for_every_seed_section_in_order():
     assert chapters[: len(expected)] == expected
 
 
-def test_seed_sections_are_the_ones_this_test_knows():
-    if not SEED.exists():  # a clone without ../shared: the list above was read from it
-        pytest.skip(f"seed not beside this checkout ({SEED})")
-    lines = {line.strip() for line in SEED.read_text(encoding="utf-8").splitlines()}
-    missing = [title for title in SEED_SECTIONS if title not in lines]
-    assert not missing, f"seed sections renamed or gone: {missing}"
+def test_every_notebook_has_its_source():
+    orphans = sorted({nb.stem for nb in sync_notebooks.NOTEBOOKS.glob("*.ipynb")} - {s.stem for s in SOURCES})
+    assert not orphans, f"notebooks in {sync_notebooks.NOTEBOOKS} without a source in book/myst: {orphans}"
 
 
-@pytest.mark.parametrize("stem", sorted(set(SEED_SECTIONS.values())))
-def test_chapter_notebook_exists_without_outputs_and_matches_its_source(stem):
-    source = sync_notebooks.SOURCES / f"{stem}.md"
-    notebook = sync_notebooks.NOTEBOOKS / f"{stem}.ipynb"
-    assert source.exists() and notebook.exists(), f"{stem}: source or notebook missing"
+@pytest.mark.parametrize("source", SOURCES, ids=[source.stem for source in SOURCES])
+def test_chapter_notebook_exists_without_outputs_and_matches_its_source(source):
+    notebook = sync_notebooks.NOTEBOOKS / f"{source.stem}.ipynb"
+    assert notebook.exists(), f"{notebook.name} missing: run python tools/sync_notebooks.py"
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     assert all(not c.get("outputs") and c.get("execution_count") is None
                for c in cells if c["cell_type"] == "code"), f"{notebook.name} carries outputs"

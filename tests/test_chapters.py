@@ -1,4 +1,9 @@
-"""Every chapter notebook runs top to bottom, as a reader on Colab or Jupyter would run it."""
+"""Every chapter notebook runs top to bottom, as a reader on Colab or Jupyter would run it.
+
+The session's strict build (``book_build`` in conftest.py) executes every notebook of the
+table of contents in one fresh kernel, from book/chapters/ as a reader would, and keeps each
+executed copy; these tests read those copies rather than run the chapters a second time.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +11,32 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "book" / "chapters").glob("*.ipynb"))
 
 
+def code_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The cells a kernel runs (it skips empty ones)."""
+    return [cell for cell in notebook.cells if cell.cell_type == "code" and cell.source.strip()]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_chapter_executes_without_error(path):
-    notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()  # raises CellExecutionError, naming the cell, on any error
+def test_chapter_executes_without_error(path, book_build):
+    executed_path = book_build.executed(path)
+    assert executed_path.is_file(), (
+        f"the book build did not execute {path.name}; its log says:\n{book_build.log_lines_about(path.stem)}")
+    executed = nbformat.read(executed_path, as_version=4)
+    cells = code_cells(executed)
+    assert [c.source for c in cells] == [c.source for c in code_cells(nbformat.read(path, as_version=4))], (
+        f"the build executed another version of {path.name}")
+    # every cell ran once, in order, in one kernel: top to bottom
+    assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1))
     # a cell tagged raises-exception shows a deliberate error (e.g. the softmax memory guard)
-    errors = [out for cell in notebook.cells if cell.cell_type == "code"
-              and "raises-exception" not in cell.metadata.get("tags", [])
-              for out in cell.get("outputs", []) if out.get("output_type") == "error"]
-    assert not errors
+    errors = [f"cell {c.execution_count}: {out.get('ename')}: {out.get('evalue')}" for c in cells
+              if "raises-exception" not in c.metadata.get("tags", [])
+              for out in c.get("outputs", []) if out.get("output_type") == "error"]
+    assert not errors, f"{path.name}: {errors}"
 
 
 def test_there_are_chapters_to_run():

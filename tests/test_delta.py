@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import lattn_edu as la
 from conftest import assert_close
+from gated_inputs import delta_inputs
 
 
 def naive_delta(q, k, v, beta, g, scale, state=None):
@@ -27,21 +28,10 @@ def naive_delta(q, k, v, beta, g, scale, state=None):
     return out, final
 
 
-def make_inputs(rng, lead, n, d_k, d_v, gated, dtype=np.float64):
-    q = rng.standard_normal(lead + (n, d_k))
-    k = rng.standard_normal(lead + (n, d_k))
-    k /= np.linalg.norm(k, axis=-1, keepdims=True)  # unit keys, as the caller must give them
-    v = rng.standard_normal(lead + (n, d_v))
-    beta = rng.uniform(0, 2, lead + (n,))
-    g = -rng.uniform(0, 1, lead + (n,)) if gated else None
-    cast = (lambda x: None if x is None else x.astype(dtype))
-    return cast(q), cast(k), cast(v), cast(beta), cast(g)
-
-
 @pytest.mark.parametrize("gated", [False, True], ids=["deltanet", "gated"])
 @pytest.mark.parametrize("form", ["recurrent", "chunkwise"])
 def test_forms_match_the_naive_loop(form, gated, rng):
-    q, k, v, beta, g = make_inputs(rng, (2, 3), 41, 6, 5, gated)
+    q, k, v, beta, g, _ = delta_inputs(rng, (2, 3), 41, 6, 5, gated, initial_state=False)
     out, state = la.delta_rule(q, k, v, beta, g, form=form, chunk_size=8, return_state=True)
     ref_out, ref_state = naive_delta(q, k, v, beta, g, 6 ** -0.5)
     assert_close(out, ref_out, what=form)
@@ -52,7 +42,7 @@ def test_forms_match_the_naive_loop(form, gated, rng):
        gated=st.booleans(), dtype=st.sampled_from([np.float32, np.float64]))
 def test_chunkwise_agrees_with_recurrent(n, chunk, d_k, d_v, gated, dtype):
     rng = np.random.default_rng(7 * n + chunk)
-    q, k, v, beta, g = make_inputs(rng, (2,), n, d_k, d_v, gated, dtype)
+    q, k, v, beta, g, _ = delta_inputs(rng, (2,), n, d_k, d_v, gated, dtype, initial_state=False)
     ref, ref_state = la.delta_rule(q, k, v, beta, g, form="recurrent", return_state=True)
     out, state = la.delta_rule(q, k, v, beta, g, form="chunkwise", chunk_size=chunk, return_state=True)
     assert out.dtype == dtype
@@ -62,7 +52,7 @@ def test_chunkwise_agrees_with_recurrent(n, chunk, d_k, d_v, gated, dtype):
 
 @pytest.mark.parametrize("form", ["recurrent", "chunkwise"])
 def test_split_anywhere_and_carry_the_state(form, rng):
-    q, k, v, beta, g = make_inputs(rng, (3,), 45, 4, 3, True)
+    q, k, v, beta, g, _ = delta_inputs(rng, (3,), 45, 4, 3, True, initial_state=False)
     whole = la.delta_rule(q, k, v, beta, g, form=form, chunk_size=7)
     for cut in (1, 20, 44):
         first, state = la.delta_rule(q[:, :cut], k[:, :cut], v[:, :cut], beta[:, :cut], g[:, :cut],
@@ -102,7 +92,7 @@ def test_ut_transform_inverts_i_plus_a(rng):
 
 def test_unit_keys_and_beta_in_range_stay_bounded_and_large_keys_blow_up(rng):
     n = 400
-    q, k, v, beta, _ = make_inputs(rng, (), n, 8, 4, False)
+    q, k, v, beta, _, _ = delta_inputs(rng, (), n, 8, 4, False, initial_state=False)
     stable = la.delta_rule(q, k, v, beta, form="recurrent")
     assert np.abs(stable).max() < 20
     with pytest.raises(ValueError, match="overflowed"):  # ‖k‖ = 3: I − β k kᵀ stretches by |1 − 9β|

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import lattn_edu as la
 from conftest import assert_close
+from gated_inputs import DECAYS, gated_inputs
 
 FORMS = ("recurrent", "parallel", "chunkwise")
-DECAYS = ("none", "scalar", "vector")
 
 
 def naive_gated(q, k, v, g, scale, state=None):
@@ -34,18 +34,10 @@ def naive_gated(q, k, v, g, scale, state=None):
     return out, final
 
 
-def make_inputs(rng, lead, n, d_k, d_v, decay, dtype=np.float64, strength=1.0):
-    q, k = (rng.standard_normal(lead + (n, d_k)).astype(dtype) for _ in range(2))
-    v = rng.standard_normal(lead + (n, d_v)).astype(dtype)
-    shape = {"none": None, "scalar": lead + (n,), "vector": lead + (n, d_k)}[decay]
-    g = None if shape is None else (-strength * rng.uniform(0, 1, shape)).astype(dtype)
-    return q, k, v, g
-
-
 @pytest.mark.parametrize("decay", DECAYS)
 @pytest.mark.parametrize("form", FORMS)
 def test_every_form_matches_the_naive_loop(form, decay, rng):
-    q, k, v, g = make_inputs(rng, (2, 3), 37, 5, 7, decay)
+    q, k, v, g, _ = gated_inputs(rng, (2, 3), 37, 5, 7, decay, initial_state=False)
     out, state = la.gated_linear_attention(q, k, v, g, form=form, chunk_size=8, return_state=True)
     ref_out, ref_state = naive_gated(q, k, v, g, 5 ** -0.5)
     assert_close(out, ref_out, what=f"{form} output")
@@ -56,7 +48,7 @@ def test_every_form_matches_the_naive_loop(form, decay, rng):
        heads=st.integers(1, 3), decay=st.sampled_from(DECAYS), dtype=st.sampled_from([np.float32, np.float64]))
 def test_chunkwise_and_parallel_agree_with_recurrent(n, chunk, d_k, d_v, heads, decay, dtype):
     rng = np.random.default_rng(n * 1000 + chunk)
-    q, k, v, g = make_inputs(rng, (heads,), n, d_k, d_v, decay, dtype)
+    q, k, v, g, _ = gated_inputs(rng, (heads,), n, d_k, d_v, decay, dtype, initial_state=False)
     ref, ref_state = la.gated_linear_attention(q, k, v, g, form="recurrent", return_state=True)
     for form in ("parallel", "chunkwise"):
         out, state = la.gated_linear_attention(q, k, v, g, form=form, chunk_size=chunk, return_state=True)
@@ -68,7 +60,7 @@ def test_chunkwise_and_parallel_agree_with_recurrent(n, chunk, d_k, d_v, heads, 
 @pytest.mark.parametrize("decay", DECAYS)
 @pytest.mark.parametrize("form", FORMS)
 def test_split_anywhere_and_carry_the_state(form, decay, rng):
-    q, k, v, g = make_inputs(rng, (2,), 53, 4, 3, decay)
+    q, k, v, g, _ = gated_inputs(rng, (2,), 53, 4, 3, decay, initial_state=False)
     whole, whole_state = la.gated_linear_attention(q, k, v, g, form=form, chunk_size=6, return_state=True)
     for cut in (1, 17, 52):
         first, state = la.gated_linear_attention(q[:, :cut], k[:, :cut], v[:, :cut],
@@ -82,13 +74,13 @@ def test_split_anywhere_and_carry_the_state(form, decay, rng):
 
 
 def test_scalar_decay_equals_the_same_decay_on_every_channel(rng):
-    q, k, v, g = make_inputs(rng, (3,), 29, 4, 2, "scalar")
+    q, k, v, g, _ = gated_inputs(rng, (3,), 29, 4, 2, "scalar", initial_state=False)
     vector = np.repeat(g[..., None], 4, axis=-1)
     assert_close(la.gated_linear_attention(q, k, v, g), la.gated_linear_attention(q, k, v, vector))
 
 
 def test_no_decay_is_causal_linear_attention_without_the_normaliser(rng):
-    q, k, v, _ = make_inputs(rng, (2,), 31, 4, 3, "none")
+    q, k, v, _, _ = gated_inputs(rng, (2,), 31, 4, 3, "none", initial_state=False)
     plain = la.gated_linear_attention(q, k, v, scale=1.0)
     assert_close(plain, np.tril(q @ k.swapaxes(-1, -2)) @ v)
     # with a column of ones in v the same recurrence carries the normaliser: o = num / den
@@ -119,7 +111,7 @@ def test_float32_at_65536_tokens_stays_finite(form, decay, rng):
 
 
 def test_strong_vector_decay_parallel_form_does_not_overflow(rng):
-    q, k, v, _ = make_inputs(rng, (), 300, 3, 2, "none")
+    q, k, v, _, _ = gated_inputs(rng, (), 300, 3, 2, "none", initial_state=False)
     g = np.full((300, 3), -50.0)  # Σ g over the sequence is -15,000: exp of it and of its negative overflow
     out = la.gated_linear_attention(q, k, v, g, form="parallel")
     assert_close(out, naive_gated(q, k, v, g, 3 ** -0.5)[0])

@@ -13,19 +13,11 @@ import lattn_edu as la  # noqa: E402
 from lattn_edu.backends import numba_backend, numba_softmax, numpy_backend  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
+from naive import make_qkv  # noqa: E402
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
 DTYPES = (np.float64, np.float32)
-D, D_V = 5, 3  # d != d_v, both odd
-
-
-def make_qkv(rng, lead, n, dtype, n_q=None, d=D, d_v=D_V):
-    """Seeded q [*lead, n_q, d], k [*lead, n, d], v [*lead, n, d_v] in ``dtype``."""
-    n_q = n if n_q is None else n_q
-    q = rng.standard_normal(lead + (n_q, d))
-    k = rng.standard_normal(lead + (n, d))
-    v = rng.standard_normal(lead + (n, d_v))
-    return q.astype(dtype), k.astype(dtype), v.astype(dtype)
+D, D_V = 5, 3  # make_qkv's default sizes: d != d_v, both odd
 
 
 def numba_and_numpy(q, k, v, **options):
@@ -45,7 +37,7 @@ def test_protocol_matches_numpy_backend():
 @pytest.mark.parametrize("n", [1, 2, 63, 100, 257], ids=lambda n: f"N{n}")
 @pytest.mark.parametrize("form", FORMS)
 def test_form_matches_numpy(form, n, lead, causal, dtype, rng):
-    q, k, v = make_qkv(rng, lead, n, dtype)
+    q, k, v = make_qkv(rng, lead, n, dtype=dtype)
     got, want = numba_and_numpy(q, k, v, form=form, causal=causal)
     assert got.dtype == dtype
     assert_close(got, want, what=f"numba {form}")
@@ -56,7 +48,7 @@ def test_form_matches_numpy(form, n, lead, causal, dtype, rng):
 @pytest.mark.parametrize("n", [63, 100, 257], ids=lambda n: f"N{n}")
 @pytest.mark.parametrize("chunk_size", [1, 7, 64, 300], ids=lambda c: f"C{c}")
 def test_chunkwise_chunk_sizes(chunk_size, n, causal, dtype, rng):
-    q, k, v = make_qkv(rng, (2,), n, dtype)
+    q, k, v = make_qkv(rng, (2,), n, dtype=dtype)
     got, want = numba_and_numpy(q, k, v, form="chunkwise", causal=causal, chunk_size=chunk_size)
     assert_close(got, want, what=f"numba chunkwise C={chunk_size}")
 
@@ -64,7 +56,7 @@ def test_chunkwise_chunk_sizes(chunk_size, n, causal, dtype, rng):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("form", FORMS)
 def test_fewer_queries_than_keys(form, dtype, rng):
-    q, k, v = make_qkv(rng, (2, 3), 100, dtype, n_q=37)
+    q, k, v = make_qkv(rng, (2, 3), 100, dtype=dtype, n_q=37)
     got, want = numba_and_numpy(q, k, v, form=form, chunk_size=16)
     assert got.shape == (2, 3, 37, D_V)
     assert_close(got, want, what=f"numba {form}, N_q=37, N=100")
@@ -76,7 +68,7 @@ def test_fewer_queries_than_keys(form, dtype, rng):
                          ids=["elu+1", "relu", "favor+m11"])
 @pytest.mark.parametrize("form", FORMS)
 def test_feature_maps(form, feature_map, causal, dtype, rng):
-    q, k, v = make_qkv(rng, (2,), 63, dtype)
+    q, k, v = make_qkv(rng, (2,), 63, dtype=dtype)
     q, k = q * dtype(D ** -0.25), k * dtype(D ** -0.25)  # the softmax scaling FAVOR+ expects
     got, want = numba_and_numpy(q, k, v, form=form, causal=causal, feature_map=feature_map,
                                 chunk_size=16)
@@ -86,7 +78,7 @@ def test_feature_maps(form, feature_map, causal, dtype, rng):
 @pytest.mark.parametrize("form", FORMS)
 def test_eps_guard_matches_numpy(form, rng):
     """relu zeroes whole feature rows, so some denominators are eps alone."""
-    q, k, v = make_qkv(rng, (2,), 63, np.float64)
+    q, k, v = make_qkv(rng, (2,), 63)
     q[:, ::4] = -np.abs(q[:, ::4])  # queries with every feature 0 under relu
     got, want = numba_and_numpy(q, k, v, form=form, causal=True, feature_map="relu", eps=0.25)
     assert_close(got, want, what=f"numba {form}, eps=0.25")
@@ -104,7 +96,7 @@ def test_vanished_denominator_is_reported_not_raised_by_numba(form):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("form", FORMS)
 def test_output_dtype_is_input_dtype(form, dtype, rng):
-    q, k, v = make_qkv(rng, (), 10, dtype)
+    q, k, v = make_qkv(rng, (), 10, dtype=dtype)
     assert la.linear_attention(q, k, v, form=form, backend="numba").dtype == dtype
 
 
@@ -122,7 +114,7 @@ def test_torch_tensors_are_refused():
 def test_numba_equals_numpy_on_random_shapes(lead, n, n_q, d, d_v, causal, form, chunk_size,
                                              dtype, seed):
     n_q = n if causal else n_q
-    q, k, v = make_qkv(np.random.default_rng(seed), tuple(lead), n, dtype, n_q=n_q, d=d, d_v=d_v)
+    q, k, v = make_qkv(np.random.default_rng(seed), tuple(lead), n, dtype=dtype, n_q=n_q, d=d, d_v=d_v)
     got, want = numba_and_numpy(q, k, v, form=form, causal=causal, chunk_size=chunk_size)
     assert got.dtype == dtype
     assert_close(got, want, what=f"numba {form}")
@@ -163,7 +155,7 @@ def test_lower_triangle_matmul_ignores_the_upper_triangle(dtype, rng):
 @pytest.mark.parametrize("chunk_size", [1, 16, 64, 300], ids=lambda c: f"C{c}")
 def test_fused_elu_chunkwise_equals_features_then_kernel(chunk_size, causal, dtype, rng):
     """The kernel that computes elu+1 itself matches the numpy reference fed la.elu_plus_one."""
-    q, k, v = make_qkv(rng, (2, 3), 100, dtype, d=8, d_v=6)
+    q, k, v = make_qkv(rng, (2, 3), 100, d=8, d_v=6, dtype=dtype)
     q, k = q * dtype(4), k * dtype(4)  # both branches of elu, and exp far below 1
     got = numba_backend.chunkwise_elu_linear_attention(q, k, v, causal, 1e-6, chunk_size)
     want = la.chunkwise_linear_attention(la.elu_plus_one(q), la.elu_plus_one(k), v, causal, 1e-6,
@@ -177,7 +169,7 @@ def test_linear_attention_takes_the_fused_kernel_for_elu_chunkwise(rng, monkeypa
     fused = numba_backend.FUSED[("chunkwise", "elu+1")]
     monkeypatch.setitem(numba_backend.FUSED, ("chunkwise", "elu+1"),
                         lambda *args: calls.append(1) or fused(*args))
-    q, k, v = make_qkv(rng, (2,), 70, np.float32)
+    q, k, v = make_qkv(rng, (2,), 70, dtype=np.float32)
     la.linear_attention(q, k, v, causal=True, form="chunkwise", backend="numba")
     la.linear_attention(q, k, v, causal=True, form="chunkwise", backend="numba", feature_map="relu")
     assert calls == [1]  # elu+1 only; any other feature map goes through FORMS
@@ -209,7 +201,7 @@ def test_fused_vanished_denominator_is_reported(dtype):
 def test_fused_kernel_finds_every_nonfinite_input_itself(bad, name, causal, dtype, rng):
     """linear_attention leaves these checks to the fused kernel: one bad entry anywhere, even
     the last one of a short last chunk in the last sequence, raises the usual error."""
-    inputs = dict(zip("qkv", make_qkv(rng, (2, 3), 70, dtype, d=5, d_v=3)))
+    inputs = dict(zip("qkv", make_qkv(rng, (2, 3), 70, dtype=dtype)))
     for index in [(0, 0, 0, 0), (1, 2, 69, -1), (1, 1, 33, 2)]:
         spoiled = {key: value.copy() for key, value in inputs.items()}
         spoiled[name][index] = bad
@@ -222,7 +214,7 @@ def test_fused_kernel_finds_every_nonfinite_input_itself(bad, name, causal, dtyp
 @pytest.mark.parametrize("n", [1, 63, 100, 257], ids=lambda n: f"N{n}")
 @pytest.mark.parametrize("block_size", [16, 64], ids=lambda b: f"block{b}")
 def test_numba_softmax_matches_reference(block_size, n, causal, dtype, rng):
-    q, k, v = make_qkv(rng, (2, 3), n, dtype)
+    q, k, v = make_qkv(rng, (2, 3), n, dtype=dtype)
     q, k = q * dtype(3), k * dtype(3)  # peaked rows: the running maximum matters
     got = numba_softmax.softmax_attention(q, k, v, causal=causal, block_size=block_size)
     assert got.dtype == dtype
@@ -231,13 +223,13 @@ def test_numba_softmax_matches_reference(block_size, n, causal, dtype, rng):
 
 @pytest.mark.parametrize("scale", [None, 0.05, 2.0])
 def test_numba_softmax_fewer_queries_and_scale(scale, rng):
-    q, k, v = make_qkv(rng, (2,), 150, np.float64, n_q=37)
+    q, k, v = make_qkv(rng, (2,), 150, n_q=37)
     got = numba_softmax.softmax_attention(q, k, v, scale=scale, block_size=32)
     assert_close(got, la.softmax_attention(q, k, v, scale=scale), what=f"numba softmax scale={scale}")
 
 
 def test_numba_softmax_refuses_bad_input(rng):
-    q, k, v = make_qkv(rng, (), 10, np.float64)
+    q, k, v = make_qkv(rng, (), 10)
     with pytest.raises(ValueError, match="scale"):
         numba_softmax.softmax_attention(q, k, v, scale=-1.0)
     with pytest.raises(ValueError, match="causal"):

@@ -1,8 +1,9 @@
 """The built website, checked in a real browser: Debian's chromium, headless.
 
-A session fixture builds the site from this checkout into a temporary folder, serves it on
-127.0.0.1 and opens every page of the table of contents (plus search and the index) in
-chromium driven by Playwright. Each page must
+The session's strict build of this checkout (``book_build`` in conftest.py, shared with
+tests/test_chapters.py) is served on 127.0.0.1, and every page of the table of contents (plus
+search and the index) is opened in chromium driven by Playwright: Debian's, installed by the
+test session where it is missing, or the one ``LATTN_CHROMIUM`` names. Each page must
 
 - load nothing from any host but 127.0.0.1 (data: and blob: URLs are fine), with no failed
   request, no console error and no uncaught exception;
@@ -30,9 +31,7 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -42,24 +41,15 @@ import yaml
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-# The flags that let Debian's chromium run headless on a closed network (shared/TOOLING.md).
+# The flags that let Debian's chromium run headless on a closed network.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-BUILD_TIMEOUT_S = 1800
-# ipykernel's notice on the kernel's stderr while notebooks execute; not a Sphinx warning.
-HARMLESS_LOG_LINE = re.compile(r"\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption")
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 TOC_PAGES = [TOC["root"]] + [chapter["file"] for part in TOC["parts"] for chapter in part["chapters"]]
 PAGES = [f"{page}.html" for page in TOC_PAGES] + ["search.html", "genindex.html"]
-
-
-def _chromium_missing_message() -> str:
-    return (f"{CHROMIUM} not found: the browser test drives Debian's chromium. Install it with "
-            "`apt-get update && apt-get install -y chromium chromium-driver` (.ci/run does this).")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -68,26 +58,18 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """The site built from this checkout with the README's strict command, in a temporary folder."""
-    if not CHROMIUM.exists():
-        pytest.fail(_chromium_missing_message(), pytrace=False)
+def built_site(book_build) -> Path:
+    """The site of the session's strict build (conftest.py), which must pass without a warning."""
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # pictures of this build only
     SCREENSHOTS.mkdir(parents=True)
-    out = tmp_path_factory.mktemp("site")
-    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
-    command = [jupyter_book, "build", ".", "-W", "-n", "--keep-going", "--path-output", str(out)]
-    started = time.perf_counter()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    log = result.stdout + result.stderr
-    (SCREENSHOTS / "build.log").write_text(log, encoding="utf-8")
-    tail = "\n".join(log.splitlines()[-40:])
-    assert result.returncode == 0, f"{' '.join(command)} exited {result.returncode}:\n{tail}"
-    warnings = [line for line in log.splitlines() if "WARNING" in line and not HARMLESS_LOG_LINE.search(line)]
-    assert not warnings, "the build warned:\n" + "\n".join(warnings)
-    html = out / "_build" / "html"
+    (SCREENSHOTS / "build.log").write_text(book_build.log, encoding="utf-8")
+    tail = "\n".join(book_build.log.splitlines()[-40:])
+    assert book_build.returncode == 0, (
+        f"{' '.join(book_build.command)} exited {book_build.returncode}:\n{tail}")
+    assert not book_build.warnings(), "the build warned:\n" + "\n".join(book_build.warnings())
+    html = book_build.html
     assert (html / "index.html").exists(), f"no index.html in {html}"
-    print(f"site built in {time.perf_counter() - started:.0f} s")
+    print(f"site built in {book_build.seconds:.0f} s")
     return html
 
 
@@ -118,18 +100,16 @@ def _write_report(data: dict) -> None:
 
 
 @pytest.fixture(scope="session")
-def browser_context(site_url, tmp_path_factory):
-    """Debian's chromium, headless, with a new empty profile; anything not on 127.0.0.1 is refused."""
+def browser_context(chromium, site_url, tmp_path_factory):
+    """Chromium, headless, with a new empty profile; anything not on 127.0.0.1 is refused."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail("playwright is not installed: python -m pip install -r requirements.txt", pytrace=False)
-    if not CHROMIUM.exists():
-        pytest.fail(_chromium_missing_message(), pytrace=False)
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
             viewport={"width": 1280, "height": 900}, service_workers="block")
         context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]|data:|blob:)"),
                       lambda route: route.abort("blockedbyclient"))
@@ -380,7 +360,7 @@ def test_no_cell_shows_a_stray_value(page_path, built_site):
 
 
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_in_the_browser(page_path, built_site, site_url, browser_context, report):
+def test_page_in_the_browser(page_path, browser_context, built_site, site_url, report):
     problems: list[str] = []
     entry: dict = {"screenshots": []}
     for mode in ("light", "dark"):
@@ -429,7 +409,7 @@ def test_page_in_the_browser(page_path, built_site, site_url, browser_context, r
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
 
 
-def test_search_finds_the_chapters_offline(site_url, browser_context):
+def test_search_finds_the_chapters_offline(browser_context, site_url):
     page, watch = _open(browser_context, site_url + "search.html?q=retention", "light")
     try:
         page.wait_for_function("() => document.querySelectorAll('#search-results li').length > 0",

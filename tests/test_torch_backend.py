@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import lattn_edu as la
 from conftest import assert_close
+from naive import make_qkv
 from lattn_edu.backends import get_backend
 
 torch = pytest.importorskip("torch")
@@ -21,14 +22,6 @@ CAUSAL = [pytest.param(False, id="full"), pytest.param(True, id="causal")]
 LEADS = [pytest.param((), id="lead=none"), pytest.param((2,), id="lead=B"),
          pytest.param((2, 3), id="lead=BH")]
 FEATURE_MAPS = ("elu+1", "relu", "favor+")
-
-
-def make_qkv(rng, lead=(2, 3), n=63, d=5, d_v=3, dtype=np.float64, n_q=None):
-    """Seeded q [*lead, N_q, d], k [*lead, N, d], v [*lead, N, d_v] as numpy arrays."""
-    q = rng.standard_normal(lead + (n if n_q is None else n_q, d)).astype(dtype)
-    k = rng.standard_normal(lead + (n, d)).astype(dtype)
-    v = rng.standard_normal(lead + (n, d_v)).astype(dtype)
-    return q, k, v
 
 
 def feature_map(name, d):
