@@ -107,6 +107,8 @@ class Explorer:
         return f"<{type(self).__name__} explorer: {self.title}>"
 
     def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        """The picture for ``settings`` (every control given), on a new figure when ``fig`` is
+        None, else on ``fig``'s axes again (a figure this method drew before)."""
         raise NotImplementedError
 
     def render(self, **values: Any) -> Figure:
