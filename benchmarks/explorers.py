@@ -4,8 +4,9 @@ Run: python benchmarks/explorers.py   (writes benchmarks/results/explorers.json)
 
 For each explorer in ``lattn_edu.explorers.CATALOG`` it times ``live_png(**values)`` (what the
 live widget does on every slider move) over RUNS calls after one untimed call at the
-defaults, moving one control at a time to each of its values, and reports the median (p50) and 95th percentile of the wall-clock time
-against the 100 ms budget of DESIGN §5. On a shared machine other processes inflate wall time,
+defaults, moving one control at a time to each of its values, and reports the median (p50) and
+95th percentile of the wall-clock time against the budget: 100 ms at p95, at default sizes on
+2 cores, so a slider feels immediate. On a shared machine other processes inflate wall time,
 so it records the process's CPU time per call too, and the load average around the run. It
 also builds each static page once and records its frame count and size (budget ~3 MB).
 """
@@ -72,7 +73,7 @@ def main() -> None:
     for name in sorted(explorers.CATALOG):
         explorer = explorers.CATALOG[name]()
         row = {"name": name, **control_change_cost(explorer), **static_page(explorer)}
-        row["within_budget"] = row["p50_ms"] < BUDGET_MS
+        row["within_budget"] = row["p95_ms"] < BUDGET_MS
         rows.append(row)
         flag = "" if row["within_budget"] else f"  over {BUDGET_MS} ms"
         print(f"{name:16} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f} {row['cpu_p50_ms']:8.1f}  "

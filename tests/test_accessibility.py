@@ -116,7 +116,7 @@ def test_every_picture_says_what_it_shows(page, built_site):  # noqa: F811 - the
 
 
 @pytest.fixture(scope="module")
-def pdfs(built_site):  # noqa: F811 - the imported fixture
+def pdfs(built_site, chromium):  # noqa: F811 - the imported fixture; chromium printed them
     """Size and page count of every PDF of the build, also written to _build/pdf-review/pdfs.json."""
     folder = built_site / make_pdfs.PDF_FOLDER
     assert folder.is_dir(), f"the build made no {make_pdfs.PDF_FOLDER}/ folder (book/_ext/pdf_export.py)"

@@ -26,12 +26,12 @@ def test_delta_beats_additive_and_the_gate_fades_the_oldest_pair():
     assert errors["gated delta"][0] > errors["gated delta"][-1]
 
 
-def test_render_reuses_one_figure_and_redraws_each_setting():
+def test_a_redraw_reuses_the_figure_and_moves_its_lines():
     explorer = MemoryExplorer()
     first = explorer.render(p=8)
     lines = first.axes[0].get_lines()
-    second = explorer.render(p=64, correlation=0.8)
-    assert second is first  # built once, updated in place
+    second = explorer.draw(first, **explorer.settings(p=64, correlation=0.8))
+    assert second is first and first.axes[0].get_lines() == lines  # updated in place
     assert len(lines[0].get_xdata()) == 64
     assert "P = 64" in second._suptitle.get_text()
     assert first.axes[0].get_ylim()[1] >= max(compute_memory(64, 16, correlation=0.8)["errors"]["additive"])

@@ -62,22 +62,23 @@ def test_render_is_pure_and_each_control_changes_the_picture(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_widget_controls_call_render_again(name, monkeypatch):
+def test_widget_controls_draw_again(name, monkeypatch):
     import ipywidgets as widgets
 
     explorer = explorers.CATALOG[name]()
     calls = []
-    original = explorer.render
-    monkeypatch.setattr(explorer, "render", lambda **v: calls.append(v) or original(**v))
+    original = explorer.draw
+    monkeypatch.setattr(explorer, "draw", lambda fig, **v: calls.append(v) or original(fig, **v))
     box = explorer.widget()
     image = next(c for c in box.children if isinstance(c, widgets.Image))
     controls = [c for c in box.children if isinstance(c, (widgets.SelectionSlider, widgets.Dropdown))]
     assert len(controls) == len(explorer.controls) and len(calls) == 1
     for control in controls:
-        before = len(calls)
+        before, picture_before = len(calls), image.value
         option = [o for o in control.options if o != control.value][-1]
         control.value = option[1] if isinstance(option, tuple) else option
-        assert len(calls) == before + 1, f"{control.description} did not re-render"
+        assert len(calls) == before + 1, f"{control.description} did not draw again"
+        assert image.value != picture_before or box.children[-2].value, control.description
     assert image.value[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -120,10 +121,96 @@ def test_state_size_counts_match_the_seed():
     assert np.isclose(result["ratio"], 10**10 / 16_384)
 
 
-def test_live_pictures_reuse_the_first_layout_and_still_change():
+def rounded(values) -> list:
+    """Values rounded to 9 decimals, NaN (a break in a line) as inf, which compares equal."""
+    values = np.round(np.asarray(values, float), 9)
+    return np.where(np.isnan(values), np.inf, values).tolist()
+
+
+def content(fig) -> dict:
+    """What a figure shows, read from its artists: texts, titles, labels, limits, scales,
+    line data, image arrays and patch geometry, axis by axis."""
+    axes = []
+    for ax in fig.axes:
+        axes.append({
+            "titles": [ax.get_title(loc) for loc in ("left", "center", "right")],
+            "labels": (ax.get_xlabel(), ax.get_ylabel()), "scales": (ax.get_xscale(), ax.get_yscale()),
+            "limits": np.round([*ax.get_xlim(), *ax.get_ylim()], 9).tolist(),
+            "ticks": (np.round(ax.get_xticks(), 9).tolist(), np.round(ax.get_yticks(), 9).tolist(),
+                      [t.get_text() for t in ax.get_xticklabels()], [t.get_text() for t in ax.get_yticklabels()]),
+            "texts": sorted((t.get_text(), np.round(t.get_position(), 9).tolist()) for t in ax.texts),
+            "lines": [(rounded(line.get_xydata()), line.get_color(),
+                       line.get_linestyle()) for line in ax.lines],
+            "images": [np.asarray(image.get_array()).round(9).tolist() for image in ax.images],
+            "patches": [np.round(patch.get_path().transformed(patch.get_patch_transform()).vertices, 9).tolist()
+                        for patch in ax.patches],
+            "collections": [np.round(np.asarray(c.get_offsets()), 9).tolist() for c in ax.collections],
+            "legend": ([t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else None),
+        })
+    return {"suptitle": fig._suptitle.get_text() if fig._suptitle else None, "axes": axes}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_live_update_shows_what_a_fresh_render_shows(name):
+    """The live widget draws each setting on one figure in place; after any sequence of moves
+    its picture holds the same texts, data and axis limits as a new figure for that setting."""
+    explorer = explorers.CATALOG[name]()
+    explorer.live_png(**explorer.defaults)
+    for control, options in explorer.controls.items():
+        for value in (options[-1], options[0], explorer.defaults[control]):
+            values = {**explorer.defaults, control: value}
+            try:
+                explorer.live_png(**values)
+            except ImpossibleSetting:
+                continue
+            live = explorer._live_canvas.figure
+            fresh = explorer.render(**values)
+            fresh.draw_without_rendering()
+            assert content(live) == content(fresh), f"{control} = {value}"
+
+
+def test_live_pictures_keep_the_first_layout_and_still_change():
     explorer = explorers.CATALOG["decay"]()
     first = explorer.live_png(**explorer.defaults)
-    positions = [p.bounds for p in explorer._live_positions]
+    fig = explorer._live_canvas.figure
+    positions = [ax.get_position().bounds for ax in fig.axes]
     other = explorer.live_png(**{**explorer.defaults, "gamma": explorer.controls["gamma"][0]})
     assert first[:8] == other[:8] == b"\x89PNG\r\n\x1a\n" and first != other
-    assert [p.bounds for p in explorer._live_positions] == positions
+    assert explorer._live_canvas.figure is fig
+    assert [ax.get_position().bounds for ax in fig.axes] == positions
+
+
+def test_every_explorer_module_is_in_the_catalog():
+    """Each module of the package that defines an Explorer subclass is found by discovery, and
+    its class is importable from lattn_edu.explorers: read from the source files, not from
+    discovery itself."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(explorers.__file__).parent
+    defined = {}
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(getattr(b, "id", None) == "Explorer" for b in node.bases):
+                defined[node.name] = path.stem
+    assert len(defined) >= 10, defined
+    catalogued = {cls.__name__: cls for cls in explorers.CATALOG.values()}
+    assert set(defined) == set(catalogued), set(defined) ^ set(catalogued)
+    for class_name, module in defined.items():
+        cls = catalogued[class_name]
+        assert cls.__module__ == f"lattn_edu.explorers.{module}"
+        assert explorers.CATALOG[cls.name] is cls and getattr(explorers, class_name) is cls
+        assert class_name in explorers.__all__
+
+
+def test_discovery_refuses_two_explorers_with_one_name(monkeypatch):
+    from lattn_edu.explorers import decay
+
+    class Impostor(explorers.Explorer):
+        name = "gates"
+
+    Impostor.__module__ = decay.__name__
+    monkeypatch.setattr(decay, "Impostor", Impostor, raising=False)
+    with pytest.raises(ValueError, match="'gates' is used by both"):
+        explorers.discover_explorers()

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..book import PALETTE
 from ..retention import decay_matrix, retention
-from .base import Explorer
+from .base import Explorer, figure_axes
 
 HEAD_WIDTH = 8  # d of the seeded q, k
 
@@ -42,14 +43,14 @@ def _tokens(x: float) -> str:
     return f"{x:.3g} token" + ("" if x == 1 else "s")
 
 
-def plot_decay(result: dict[str, Any]) -> Figure:
+def plot_decay(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """Left: (QKᵀ)⊙D as a heatmap. Right: γ^t against the distance t, with the half-life marked.
 
     Few tick labels and no legend on purpose: they cost more to lay out than anything else.
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
     """
     gamma, n, matrix = result["gamma"], result["n"], result["matrix"]
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
-    heat_ax, curve_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
+    fig, (heat_ax, curve_ax) = figure_axes(fig, (10, 4.2), 2, width_ratios=[1, 1.25])
     limit = float(np.abs(matrix).max())
     heat_ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
     ends = [0, n // 2, n - 1]
@@ -58,11 +59,11 @@ def plot_decay(result: dict[str, Any]) -> Figure:
     heat_ax.grid(False)
 
     distance, weights = result["distance"], result["weights"]
-    curve_ax.plot(distance, weights, marker="o", markersize=3 if n > 20 else 5, color="#7570b3")
-    curve_ax.axhline(0.5, color="#999999", linestyle=":", linewidth=1)
+    curve_ax.plot(distance, weights, marker="o", markersize=3 if n > 20 else 5, color=PALETTE["blue"])
+    curve_ax.axhline(0.5, color="0.6", linestyle=":", linewidth=1)
     half_life, horizon = result["half_life"], result["horizon"]
-    for mark, color, text in ((half_life, "#d95f02", f"half-life\nln2/(−lnγ) = {half_life:.3g}"),
-                              (horizon, "#1b9e77", f"weight 1%\nat t = {horizon:.3g}")):
+    for mark, color, text in ((half_life, PALETTE["vermillion"], f"half-life\nln2/(−lnγ) = {half_life:.3g}"),
+                              (horizon, PALETTE["green"], f"weight 1%\nat t = {horizon:.3g}")):
         if mark < n:
             curve_ax.axvline(mark, color=color, linestyle="--")
             curve_ax.text(mark + 0.01 * n, 0.97, text, color=color, fontsize=9, va="top", in_layout=False)
@@ -83,6 +84,5 @@ class DecayExplorer(Explorer):
     defaults = {"gamma": 0.9, "n": 64}
     labels = {"gamma": "decay γ", "n": "sequence length N"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
-        return plot_decay(compute_decay(settings["gamma"], settings["n"]))
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        return plot_decay(compute_decay(settings["gamma"], settings["n"]), fig)

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..book import PALETTE
 from ..feature_maps import FavorPlus, TrigonometricFeatures, exp_kernel
 from ._ticks import plain_log_labels
-from .base import Explorer, ImpossibleSetting
+from .base import Explorer, ImpossibleSetting, figure_axes
 
 HEAD_WIDTH = 16  # d
 PAIRS = 400  # (q, k) pairs in the scatter
@@ -78,13 +79,14 @@ def compute_feature_maps(m: int, kind: str, projection: str, d: int = HEAD_WIDTH
     }
 
 
-def plot_feature_maps(result: dict[str, Any]) -> Figure:
+def plot_feature_maps(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """Left: estimate vs exact over all pairs on log axes (negative estimates marked at the
-    bottom edge). Right: histogram of one pair's estimate over independent feature draws."""
+    bottom edge). Right: histogram of one pair's estimate over independent feature draws.
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    """
     exact, estimate = result["exact"], result["estimate"]
-    color = "#1b9e77" if result["kind"] == "positive" else "#d95f02"
-    fig = Figure(figsize=(9.5, 4), layout="constrained")
-    scatter, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
+    color = PALETTE["blue"] if result["kind"] == "positive" else PALETTE["orange"]
+    fig, (scatter, hist) = figure_axes(fig, (9.5, 4), 2, width_ratios=[1.1, 1])
     low, high = exact.min() / 10, max(exact.max(), estimate.max()) * 2
     shown = estimate > low
     scatter.plot([low, high], [low, high], color="k", lw=1, ls="--", label="estimate = exact")
@@ -92,7 +94,7 @@ def plot_feature_maps(result: dict[str, Any]) -> Figure:
                  label="φ(q)·φ(k), one draw of features")
     for mask, marker_color, label in (
             ((estimate > 0) & ~shown, color, "positive but below the axis"),
-            (estimate <= 0, "#8a1c1c", f"≤ 0, a negative weight ({result['negative_fraction']:.0%})")):
+            (estimate <= 0, PALETTE["vermillion"], f"≤ 0, a negative weight ({result['negative_fraction']:.0%})")):
         if mask.any():
             scatter.plot(exact[mask], np.full(mask.sum(), low * 1.2), "v", color=marker_color,
                          ms=4, label=label)
@@ -108,10 +110,10 @@ def plot_feature_maps(result: dict[str, Any]) -> Figure:
     counts, _, _ = hist.hist(draws, bins=bins, color=color, alpha=0.75, histtype="stepfilled")
     stderr = draws.std(ddof=1) / np.sqrt(draws.size)
     hist.axvline(truth, color="k", lw=2)
-    hist.axvline(draws.mean(), color="#7570b3", lw=2, ls="--")
+    hist.axvline(draws.mean(), color=PALETTE["purple"], lw=2, ls="--")
     if bins[0] < 0:
-        hist.axvspan(bins[0], 0, color="#8a1c1c", alpha=0.08, lw=0)
-        hist.text(bins[0], counts.max() * 1.3, " negative", color="#8a1c1c", fontsize=8, va="top")
+        hist.axvspan(bins[0], 0, color=PALETTE["vermillion"], alpha=0.08, lw=0)
+        hist.text(bins[0], counts.max() * 1.3, " negative", color=PALETTE["vermillion"], fontsize=8, va="top")
     hist.set(xlabel="estimate φ(q)·φ(k) for one typical pair", ylabel="number of draws",
              ylim=(0, counts.max() * 1.4))
     hist.set_title(f"One typical pair, {draws.size} draws of the features\n"
@@ -130,7 +132,6 @@ class FeatureMapsExplorer(Explorer):
     defaults = {"m": 16, "kind": "positive", "projection": "orthogonal"}
     labels = {"m": "features m", "kind": "feature kind", "projection": "directions"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
         return plot_feature_maps(compute_feature_maps(settings["m"], settings["kind"],
-                                                      settings["projection"]))
+                                                      settings["projection"]), fig)

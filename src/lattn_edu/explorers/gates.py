@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..book import PALETTE
 from ..gated import decay_mask, gated_linear_attention
-from .base import Explorer
+from .base import Explorer, figure_axes
 
 HEAD_WIDTH = 8  # d_k of the seeded q, k
 FLAGS = (10, 32)  # chapter 8's "remember me" tokens
@@ -63,30 +64,31 @@ def compute_gates(kind: str, strength: float, n: int = 48, seed: int = 0) -> dic
             "share": share}
 
 
-def plot_gates(result: dict[str, Any]) -> Figure:
+def plot_gates(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """Left: the mixing matrix with the flags marked. Right: the memory trace of the first flag.
 
     No legend on purpose: the title names the two curves, and a legend's layout costs more
-    than the rest of the redraw."""
+    than the rest of the redraw.
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    """
     mixing, n, held = result["mixing"], result["n"], result["held"]
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
-    heat_ax, trace_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
+    fig, (heat_ax, trace_ax) = figure_axes(fig, (10, 4.2), 2, width_ratios=[1, 1.25])
     limit = float(np.abs(mixing).max())
     heat_ax.imshow(mixing, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
     for flag in FLAGS:
-        heat_ax.axvline(flag, color="#555555", linestyle=":", linewidth=1)
+        heat_ax.axvline(flag, color="0.33", linestyle=":", linewidth=1)
     heat_ax.set(xticks=[0, *FLAGS, n - 1], yticks=[0, n // 2, n - 1], xlabel="source j (flags dotted)",
                 ylabel="output i", title="mixing matrix A")
     heat_ax.grid(False)
 
     positions = result["positions"]
-    trace_ax.plot(positions, result["survival"], color="#7570b3")  # no legend: the title says
-    trace_ax.plot(positions, result["share"], color="#d95f02")
+    trace_ax.plot(positions, result["survival"], color=PALETTE["blue"])  # no legend: the title says
+    trace_ax.plot(positions, result["share"], color=PALETTE["vermillion"], linestyle="--")
     for flag in FLAGS:
-        trace_ax.axvline(flag, color="#999999", linestyle=":", linewidth=1)
+        trace_ax.axvline(flag, color="0.6", linestyle=":", linewidth=1)
     trace_ax.set(xlim=(0, n - 1), ylim=(-0.03, 1.05), xticks=[0, *FLAGS, n - 1], yticks=[0, 0.5, 1],
                  xlabel="step i",
-                 title=f"token {held}: write kept Π a_l (purple), share of |A| (orange)")
+                 title=f"token {held}: write kept Π a_l (blue, solid), share of |A| (vermillion, dashed)")
     trace_ax.grid(alpha=0.3)
     fig.suptitle(f"decay: {result['kind']}, strength s = {result['strength']:g}", fontsize=11)
     return fig
@@ -101,6 +103,5 @@ class GatesExplorer(Explorer):
     defaults = {"kind": "selective", "strength": 1.0}
     labels = {"kind": "decay kind", "strength": "strength s"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
-        return plot_gates(compute_gates(settings["kind"], settings["strength"]))
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        return plot_gates(compute_gates(settings["kind"], settings["strength"]), fig)

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 import lattn_edu as la
 
-from .base import Explorer
+from .base import Explorer, figure_axes
 
 METHODS = ("softmax", "elu+1", "relu", "identity")
 
@@ -30,11 +30,13 @@ def compute_kernels(n: int, scale: float, seed: int = 0, d: int = 4) -> dict[str
             "empty_rows": empty, "min_denominator": denominators}
 
 
-def plot_kernels(result: dict[str, Any]) -> Figure:
+def plot_kernels(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """One heatmap per method. Non-negative weights use one sequential scale per panel;
-    a map with negative weights gets a diverging scale centred on 0 (negative = blue)."""
-    fig = Figure(figsize=(9.5, 3.4), layout="constrained")
-    for ax, name in zip(fig.subplots(1, len(METHODS)), METHODS):
+    a map with negative weights gets a diverging scale centred on 0 (negative = blue).
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    """
+    fig, axes = figure_axes(fig, (9.5, 3.4), len(METHODS))
+    for ax, name in zip(axes, METHODS):
         weights = result["weights"][name]
         if result["negative"][name]:
             limit = float(np.abs(weights).max())
@@ -62,6 +64,5 @@ class KernelsExplorer(Explorer):
     defaults = {"n": 16, "scale": 1.0}
     labels = {"n": "tokens N", "scale": "input scale"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
-        return plot_kernels(compute_kernels(settings["n"], settings["scale"]))
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        return plot_kernels(compute_kernels(settings["n"], settings["scale"]), fig)

@@ -8,7 +8,7 @@ Keys are random unit vectors with a shared component (cosine about the key corre
 values are random unit vectors. Left: the retrieval error ‖Sᵀk_i − v_i‖ of every stored pair in
 the order they were written. Right: the singular values of each rule's state (at most
 min(m, d_v) of them: the rank cap). The figure and its artists are built once; a control
-change recomputes three small scans and moves the artists' data.
+change recomputes three small scans and moves the artists' data (set_data), not redraws them.
 """
 
 from __future__ import annotations
@@ -105,11 +105,12 @@ class MemoryExplorer(Explorer):
     defaults = {"p": 16, "m": 16, "beta": 1.0, "correlation": 0.0}
     labels = {"p": "pairs P", "m": "key width m", "beta": "step β", "correlation": "key correlation ρ"}
 
-    def render(self, **values: Any) -> Figure:
-        """The shared figure, moved to ``values``: the same values always draw the same picture."""
-        settings = self.settings(**values)
-        if getattr(self, "_figure", None) is None:
-            self._figure, self._artists = build_memory_figure()
-        update_memory_figure(self._artists, compute_memory(settings["p"], settings["m"], settings["beta"],
-                                                           settings["correlation"]))
-        return self._figure
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        """A new figure, or ``fig`` (one this explorer drew) with its artists moved: the same
+        settings always draw the same picture."""
+        if fig is None:
+            fig, artists = build_memory_figure()
+            fig.memory_artists = artists  # the next draw on this figure moves them
+        update_memory_figure(fig.memory_artists, compute_memory(
+            settings["p"], settings["m"], settings["beta"], settings["correlation"]))
+        return fig

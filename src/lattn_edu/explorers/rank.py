@@ -13,10 +13,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis import effective_attention_matrix, numerical_rank, singular_values
+from ..book import PALETTE
 from ..feature_maps import FavorPlus
 from ..softmax import softmax_attention_weights
 from ._ticks import plain_log_labels
-from .base import Explorer
+from .base import Explorer, figure_axes
 
 HEAD_WIDTH = 16  # d: elu+1 has m = d = 16 features
 FLOOR = 1e-18  # where exact zeros and rounding noise are drawn on the log axis
@@ -46,12 +47,13 @@ def compute_rank(n: int, m: int, d: int = HEAD_WIDTH, seed: int = 0) -> dict[str
     return {"n": n, "m": m, "d": d, "spectra": spectra, "ranks": ranks, "caps": caps}
 
 
-def plot_rank(result: dict[str, Any]) -> Figure:
-    """σ_i/σ_1 against i on a log axis, dotted lines at m = d (elu+1) and m (FAVOR+)."""
+def plot_rank(result: dict[str, Any], fig: Figure | None = None) -> Figure:
+    """σ_i/σ_1 against i on a log axis, dotted lines at m = d (elu+1) and m (FAVOR+).
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    """
     n, m, d = result["n"], result["m"], result["d"]
-    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
-    ax = fig.subplots()
-    colors = ("#d95f02", "#1b9e77", "#7570b3")
+    fig, (ax,) = figure_axes(fig, (7.5, 4.2))
+    colors = (PALETTE["vermillion"], PALETTE["green"], PALETTE["blue"])
     index = np.arange(1, n + 1)
     for (name, sigma), color, style in zip(result["spectra"].items(), colors, ("-", "--", "-.")):
         rank = result["ranks"][name]
@@ -86,6 +88,5 @@ class RankExplorer(Explorer):
     defaults = {"n": 64, "m": 8}
     labels = {"n": "sequence length N", "m": "FAVOR+ features m"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
-        return plot_rank(compute_rank(settings["n"], settings["m"]))
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        return plot_rank(compute_rank(settings["n"], settings["m"]), fig)

@@ -11,10 +11,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..book import PALETTE
 from ..feature_maps import elu_plus_one
 from ..linear import linear_attention
 from ..state import LinearAttentionState
-from .base import Explorer
+from .base import Explorer, figure_axes
 
 NUM_TOKENS, FEATURES, VALUE_WIDTH = 12, 6, 4  # N, m (= d for elu+1), d_v
 
@@ -50,16 +51,17 @@ def compute_recurrence(i: int, seed: int, n: int = NUM_TOKENS, d: int = FEATURES
 def _annotate(ax: Any, matrix: np.ndarray, columns: np.ndarray, fmt: str, limit: float) -> None:
     for (row, col), value in np.ndenumerate(matrix):
         ax.text(columns[col], row, format(value, fmt), ha="center", va="center", fontsize=8, in_layout=False,
-                color="white" if abs(value) > 0.6 * limit else "#222222")
+                color="white" if abs(value) > 0.6 * limit else "0.13")
 
 
-def plot_recurrence(result: dict[str, Any]) -> Figure:
+def plot_recurrence(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """Left: S_i and z_i side by side as annotated heatmaps on scales fixed over all i.
-    Right: o_i read from the state next to row i of the parallel form, with their difference."""
+    Right: o_i read from the state next to row i of the parallel form, with their difference.
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    """
     i, n, S, z, o, parallel = (result[key] for key in ("i", "n", "S", "z", "o", "parallel"))
     m, d_v = S.shape
-    fig = Figure(figsize=(10, 4), layout="constrained")
-    state_ax, out_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [d_v + 2, 5]})
+    fig, (state_ax, out_ax) = figure_axes(fig, (10, 4), 2, width_ratios=[d_v + 2, 5])
     limit, z_limit = result["s_limit"], result["z_limit"]
     state_ax.imshow(S, cmap="RdBu_r", vmin=-limit, vmax=limit, extent=(-0.5, d_v - 0.5, m - 0.5, -0.5))
     state_ax.imshow(z[:, None], cmap="Greens", vmin=0, vmax=1.5 * z_limit,
@@ -75,10 +77,10 @@ def plot_recurrence(result: dict[str, Any]) -> Figure:
                  ylabel=f"feature 0 … {m - 1}")
 
     positions = np.arange(d_v)
-    out_ax.bar(positions, o, width=0.6, color="#1b9e77")
+    out_ax.bar(positions, o, width=0.6, color=PALETTE["green"])
     out_ax.plot(positions, parallel[i], linestyle="none", marker="_", markersize=34,
-                markeredgewidth=3, color="#222222")
-    out_ax.axhline(0, color="#888888", linewidth=0.8)
+                markeredgewidth=3, color="0.13")
+    out_ax.axhline(0, color="0.53", linewidth=0.8)
     bound = 1.15 * float(np.abs(parallel).max())  # one scale for every i
     out_ax.yaxis.set_major_locator(MaxNLocator(4))
     out_ax.set(ylim=(-bound, bound), xticks=positions, xlabel="value component",
@@ -99,6 +101,5 @@ class RecurrenceExplorer(Explorer):
     defaults = {"i": 3, "seed": 0}
     labels = {"i": "token i", "seed": "random seed"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
-        return plot_recurrence(compute_recurrence(settings["i"], settings["seed"]))
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        return plot_recurrence(compute_recurrence(settings["i"], settings["seed"]), fig)

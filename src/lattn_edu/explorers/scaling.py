@@ -16,12 +16,13 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from ..book import PALETTE
 from ..timing import crossover_size, loglog_slope
 from ._ticks import power_of_ten
-from .base import Explorer
+from .base import Explorer, figure_axes
 
 FIT_FROM = 512  # slopes are fitted for N >= this: below it fixed per-call costs dominate
-SOFTMAX, LINEAR, STATE = "#d95f02", "#1b9e77", "#7570b3"
+SOFTMAX, LINEAR, STATE = PALETTE["vermillion"], PALETTE["green"], PALETTE["blue"]
 
 
 def recorded_path() -> Path:
@@ -97,11 +98,12 @@ def _log_ticks(axis: Any, low: float, high: float, powers_of_two: bool = False, 
     axis.set_minor_locator(NullLocator())
 
 
-def plot_scaling(result: dict[str, Any]) -> Figure:
+def plot_scaling(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """Left: seconds per call against N on log-log axes, slopes and crossover marked.
-    Right: entries per head of the N×N matrix, the KV cache and the m×d_v state."""
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
-    time_ax, memory_ax = fig.subplots(1, 2)
+    Right: entries per head of the N×N matrix, the KV cache and the m×d_v state.
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    """
+    fig, (time_ax, memory_ax) = figure_axes(fig, (10, 4.2), 2)
     for method, color in (("softmax", SOFTMAX), ("linear", LINEAR)):
         sizes, milliseconds = result["sizes"][method], result["seconds"][method] * 1e3
         time_ax.loglog(sizes, milliseconds, marker="o", color=color,
@@ -110,7 +112,7 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
                      color=color, fontsize=9, ha="center", va="bottom", in_layout=False)
     crossover = result["crossover"]
     if crossover is not None:
-        time_ax.axvline(crossover, color="#444444", linestyle="--", linewidth=1)
+        time_ax.axvline(crossover, color="0.27", linestyle="--", linewidth=1)
         time_ax.text(crossover, 0.03, f" linear faster\n from N ≈ {crossover:,.0f}",
                      transform=time_ax.get_xaxis_transform(), fontsize=9, va="bottom")
     else:
@@ -129,10 +131,10 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
     n = result["memory_sizes"]
     matrix, cache, state = result["matrix_entries"], result["kv_cache_entries"], result["state_entries"]
     memory_ax.loglog(n, matrix, color=SOFTMAX, marker="o", markersize=4)
-    memory_ax.loglog(n, cache, color="#999999", linestyle="--")
+    memory_ax.loglog(n, cache, color="0.6", linestyle="--")
     memory_ax.loglog(n, state, color=STATE, marker="o", markersize=4)
     labels = ((n[-3], matrix[-3] * 1.5, "bottom", SOFTMAX, "N×N matrix: N²"),  # above-left of the line
-              (n[-1], cache[-1] / 5, "top", "#777777", "KV cache:\nN·(d + d_v)"),
+              (n[-1], cache[-1] / 5, "top", "0.47", "KV cache:\nN·(d + d_v)"),
               (n[-1], state[-1] * 1.6, "bottom", STATE, f"state: m·d_v = {state[0]:,.0f}"))
     for x, y, va, color, text in labels:
         memory_ax.text(x, y, text, color=color, fontsize=9, ha="right", va=va, in_layout=False)
@@ -158,6 +160,5 @@ class ScalingExplorer(Explorer):
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = path
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
-        return plot_scaling(compute_scaling(settings["d"], settings["causal"], self.path))
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        return plot_scaling(compute_scaling(settings["d"], settings["causal"], self.path), fig)

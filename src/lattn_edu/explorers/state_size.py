@@ -8,7 +8,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ..analysis import attention_cost
-from .base import Explorer
+from ..book import PALETTE
+from ._ticks import plain_log_labels
+from .base import Explorer, figure_axes
 
 BYTES_PER_ENTRY = 4  # float32
 
@@ -34,22 +36,24 @@ def _bytes(count: int) -> str:
     return f"{count} B"
 
 
-def plot_state_size(result: dict[str, Any]) -> Figure:
+def plot_state_size(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """Left: the N×N square with the m×d_v state drawn in its corner at the same scale.
-    Right: the same counts on a log axis, where the state is visible at any N."""
+    Right: the same counts on a log axis, where the state is visible at any N.
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    """
     n, d = result["n"], result["d"]
-    fig = Figure(figsize=(9, 4), layout="constrained")
-    square, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
-    square.add_patch(Rectangle((0, 0), n, n, color="#d95f02", alpha=0.35, label=f"N×N = {n:,}²"))
-    square.add_patch(Rectangle((0, n - d), d, d, color="#1b9e77", label=f"state {d}×{d}"))
+    fig, (square, bars) = figure_axes(fig, (9, 4), 2, width_ratios=[1, 1.3])
+    square.add_patch(Rectangle((0, 0), n, n, color=PALETTE["vermillion"], alpha=0.35, label=f"N×N = {n:,}²"))
+    square.add_patch(Rectangle((0, n - d), d, d, color=PALETTE["green"], label=f"state {d}×{d}"))
     square.set(xlim=(0, n), ylim=(0, n), aspect="equal", xticks=[], yticks=[],
                title="to scale: the state is the green corner")
     square.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=9, ncols=2, frameon=False)
     labels = ["N×N matrix", "KV cache", "state S"]
     counts = [result["matrix_entries"], result["cache_entries"], result["state_entries"]]
-    bars.barh(labels, counts, color=["#d95f02", "#7570b3", "#1b9e77"], log=True)
+    bars.barh(labels, counts, color=[PALETTE["vermillion"], PALETTE["blue"], PALETTE["green"]], log=True)
     for y, count in enumerate(counts):
         bars.text(count, y, f"  {count:,}  ({_bytes(count * BYTES_PER_ENTRY)})", va="center", fontsize=9)
+    plain_log_labels(bars.xaxis)
     bars.set(xlim=(1, max(counts) * 1e4), xlabel="entries per head (log scale, float32 bytes)",
              title=f"N = {n:,}, d = {d}: matrix / state = {result['ratio']:,.0f}×")
     return fig
@@ -64,6 +68,5 @@ class StateSizeExplorer(Explorer):
     defaults = {"n": 4096, "d": 64}
     labels = {"n": "sequence length N", "d": "head width d (= m = d_v)"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
-        return plot_state_size(compute_state_size(settings["n"], settings["d"]))
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
+        return plot_state_size(compute_state_size(settings["n"], settings["d"]), fig)

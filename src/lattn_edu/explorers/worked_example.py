@@ -13,8 +13,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis import effective_attention_matrix
+from ..book import PALETTE
 from ..state import LinearAttentionState
-from .base import Explorer, ImpossibleSetting
+from .base import Explorer, ImpossibleSetting, figure_axes
 
 KEY_FEATURES = np.array([[1.0, 0.0], [0.0, 1.0]])  # φ(k_1), φ(k_2)  [2, m]
 
@@ -52,14 +53,14 @@ def _number(x: float) -> str:
     return f"{x:.3g}"
 
 
-def plot_worked_example(result: dict[str, Any]) -> Figure:
+def plot_worked_example(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     """S and z as annotated grids, the two token weights, and o on the segment from v_1 to v_2.
 
     Few tick labels on purpose: each costs more to lay out than anything else in the picture.
+    Given ``fig``, a figure this function drew before, draws on its axes again in place.
     """
     phi_q, S, z, weights, o, values = (result[key] for key in ("phi_q", "S", "z", "weights", "o", "values"))
-    fig = Figure(figsize=(10.5, 3.8), layout="constrained")
-    state_ax, weight_ax, plane_ax = fig.subplots(1, 3, gridspec_kw={"width_ratios": [3.2, 2.4, 3.2]})
+    fig, (state_ax, weight_ax, plane_ax) = figure_axes(fig, (10.5, 3.8), 3, width_ratios=[3.2, 2.4, 3.2])
     _grid(state_ax, S, 0, "Blues")
     _grid(state_ax, z[:, None], 3, "Greens")  # z one column to the right of S, a gap between
     state_ax.set_xlim(-0.5, 3.5)
@@ -70,7 +71,7 @@ def plot_worked_example(result: dict[str, Any]) -> Figure:
     state_ax.set_title("S = φ(k₁)v₁ᵀ + φ(k₂)v₂ᵀ,  z = φ(k₁) + φ(k₂)", fontsize=10)
 
     scores = phi_q @ result["phi_k"].T  # φ(q)·φ(k_j)
-    bars = weight_ax.bar([0, 1], weights, color=["#d95f02", "#7570b3"])
+    bars = weight_ax.bar([0, 1], weights, color=[PALETTE["vermillion"], PALETTE["blue"]])
     for bar, score, weight in zip(bars, scores, weights):
         weight_ax.text(bar.get_x() + bar.get_width() / 2, weight + 0.03,
                        f"{_number(score)}/{_number(result['denominator'])}\n= {weight:.2f}",
@@ -79,14 +80,14 @@ def plot_worked_example(result: dict[str, Any]) -> Figure:
     weight_ax.set_xticks([0, 1], ["token 1", "token 2"])
 
     v1, v2 = values
-    plane_ax.plot(*zip(v1, v2), color="#999999", linestyle="--", zorder=1)
-    plane_ax.scatter(*zip(v1, v2), s=60, color=["#d95f02", "#7570b3"], zorder=2)
+    plane_ax.plot(*zip(v1, v2), color="0.6", linestyle="--", zorder=1)
+    plane_ax.scatter(*zip(v1, v2), s=60, color=[PALETTE["vermillion"], PALETTE["blue"]], zorder=2)
     plane_ax.annotate("v₁", v1, xytext=(0, -18), textcoords="offset points", fontsize=11, ha="center")
     plane_ax.annotate("v₂", v2, xytext=(-10, 0), textcoords="offset points", fontsize=11,
                       ha="right", va="center")
-    plane_ax.scatter(*o, s=120, marker="*", color="#1b9e77", zorder=3)
+    plane_ax.scatter(*o, s=120, marker="*", color=PALETTE["green"], zorder=3)
     plane_ax.annotate(f"o = [{o[0]:.2f}, {o[1]:.2f}]", o, xytext=(10, 8), textcoords="offset points",
-                      fontsize=10, color="#1b9e77", fontweight="bold")
+                      fontsize=10, color=PALETTE["green"], fontweight="bold")
     top = max(float(v2[1]), 1.0)
     plane_ax.set(xlim=(-0.4, 1.8), ylim=(-0.3 * top, 1.2 * top), xticks=[0, 1], yticks=[0, top],
                  xlabel="component 1", ylabel="component 2", title="o lies between v₁ and v₂")
@@ -106,7 +107,6 @@ class WorkedExampleExplorer(Explorer):
     defaults = {"q1": 3, "q2": 1, "v2_scale": 2}
     labels = {"q1": "φ(q), feature 1", "q2": "φ(q), feature 2", "v2_scale": "v₂ = [0, s], s"}
 
-    def render(self, **values: Any) -> Figure:
-        settings = self.settings(**values)
+    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
         return plot_worked_example(compute_worked_example(settings["q1"], settings["q2"],
-                                                          settings["v2_scale"]))
+                                                          settings["v2_scale"]), fig)
