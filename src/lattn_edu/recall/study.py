@@ -1,0 +1,148 @@
+"""The capacity study (issue 16): seeds, a learning-rate grid, loss curves and a state-size sweep.
+
+A single trained run mostly measures how fast a model leaves the loss plateau. The study
+separates that from what its state can hold by training every model at several learning
+rates (keeping the best, by mean accuracy over seeds), on several seeds, long enough to leave
+the plateau, and by recording each run's loss curve so that a reader can check it did. Then a
+state-size sweep at one fixed P widens the models (d_model, hence d_head and the state) for
+linear, deltanet and softmax.
+
+The record is rewritten after every run, so a study stopped part-way leaves a usable file
+that says what finished (``"complete": false`` and the list of finished runs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..book import machine_summary
+from .config import RecallConfig
+from .training import check_sweep, torch_threads, train_one
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """What a study trains; the model settings themselves come from ``base``."""
+
+    base: RecallConfig = RecallConfig(steps=3000)
+    models: tuple[str, ...] = ("softmax", "linear", "deltanet", "gated_deltanet", "gla", "mamba2")
+    pair_counts: tuple[int, ...] = (16, 64)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    learning_rates: tuple[float, ...] = (1e-3, 3e-3)
+    sweep_models: tuple[str, ...] = ("linear", "deltanet", "softmax")
+    sweep_pairs: int = 64
+    sweep_widths: tuple[int, ...] = (32, 64, 128)  # d_model; d_head = d_model / num_heads
+    sweep_learning_rate: float = 3e-3
+    curve_every: int = 25  # one loss point per this many steps (the window's mean)
+
+
+# Full: 3,000 steps (twice the chapter 7 sweep's), P = 16 and 64, two learning rates, three seeds.
+FULL_STUDY = StudyConfig()
+# Quick: P = 16 only, 400 steps, one learning rate, a small sweep at P = 16. About 5 minutes
+# on 2 cores. It shows the pipeline and which models leave the plateau early; it does not
+# measure capacity (most models have not converged in 400 steps).
+QUICK_STUDY = StudyConfig(base=RecallConfig(steps=400), pair_counts=(16,), learning_rates=(3e-3,),
+                          sweep_pairs=16, sweep_widths=(32, 64), sweep_learning_rate=3e-3)
+
+
+def planned_runs(study: StudyConfig) -> Iterator[dict[str, Any]]:
+    """Every run of a study, in the order it trains: seed by seed, so that a stopped study
+    still has every model and P on its first seeds; the state-size sweep last."""
+    for seed in study.seeds:
+        for num_pairs in study.pair_counts:
+            for model in study.models:
+                for rate in study.learning_rates:
+                    yield {"part": "main", "model": model, "num_pairs": num_pairs, "seed": seed,
+                           "learning_rate": rate, "d_model": study.base.d_model}
+    for seed in study.seeds:
+        for width in study.sweep_widths:
+            for model in study.sweep_models:
+                yield {"part": "state_sweep", "model": model, "num_pairs": study.sweep_pairs,
+                       "seed": seed, "learning_rate": study.sweep_learning_rate, "d_model": width}
+
+
+def run_id(run: dict[str, Any]) -> str:
+    """A short name for one run, e.g. 'main/deltanet/P64/seed1/lr0.003/d64'."""
+    return (f"{run['part']}/{run['model']}/P{run['num_pairs']}/seed{run['seed']}"
+            f"/lr{run['learning_rate']:g}/d{run['d_model']}")
+
+
+def loss_curve(losses: list[float], every: int) -> list[float]:
+    """Mean loss over consecutive windows of ``every`` steps (the last may be shorter)."""
+    return [round(float(np.mean(losses[i:i + every])), 4) for i in range(0, len(losses), every)]
+
+
+def train_run(run: dict[str, Any], study: StudyConfig, on_step: Any) -> dict[str, Any]:
+    """Train and score one planned run; its row, with the loss curve."""
+    config = replace(study.base, seed=run["seed"], learning_rate=run["learning_rate"],
+                     d_model=run["d_model"])
+    losses: list[float] = []
+
+    def record_step(loss: float) -> None:
+        losses.append(loss)
+        on_step(loss)
+
+    row = train_one(run["model"], run["num_pairs"], config, record_step)
+    return {**run, **row, "id": run_id(run),
+            "loss_curve": loss_curve(losses, study.curve_every)}
+
+
+def study_record(study: StudyConfig, mode: str, runs: list[dict[str, Any]], planned: int,
+                 wall: float) -> dict[str, Any]:
+    """The JSON record: the rows so far, whether the plan finished, and the settings."""
+    return {"complete": len(runs) == planned, "planned_runs": planned,
+            "finished": [r["id"] for r in runs], "runs": runs,
+            "config": {**asdict(study), "mode": mode, "wall_seconds": round(wall, 1),
+                       "torch": torch.__version__, "machine": machine_summary()}}
+
+
+def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True) -> dict[str, Any]:
+    """Train every planned run, rewriting ``out`` after each one; the final record."""
+    for models, pairs in ((study.models, study.pair_counts), (study.sweep_models, (study.sweep_pairs,))):
+        check_sweep(replace(study.base, models=models, pair_counts=pairs))
+    plan = list(planned_runs(study))
+    bar = tqdm(total=len(plan) * study.base.steps, unit="step", file=sys.stderr,
+               disable=None if progress else True)
+    runs: list[dict[str, Any]] = []
+    start = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with bar, torch_threads(study.base.threads):
+        for run in plan:
+            bar.set_description(run_id(run))
+            runs.append(train_run(run, study, lambda loss: bar.update()))
+            record = study_record(study, mode, runs, len(plan), time.perf_counter() - start)
+            partial = out.with_suffix(".partial")  # write then rename: never a half-written file
+            partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            partial.replace(out)
+    return record
+
+
+def summarise(record: dict[str, Any], part: str = "main") -> list[dict[str, Any]]:
+    """Mean and range over seeds per model and P (and width), at each model's best learning rate.
+
+    The best rate is the one with the highest mean accuracy over the seeds that finished;
+    ``seeds`` says how many that is. Rows come in the order the runs were planned.
+    """
+    groups: dict[tuple, dict[float, list[float]]] = {}
+    for r in record["runs"]:
+        if r["part"] == part:
+            key = (r["model"], r["num_pairs"], r["d_model"])
+            groups.setdefault(key, {}).setdefault(r["learning_rate"], []).append(r["accuracy"])
+    rows = []
+    for (model, num_pairs, d_model), by_rate in groups.items():
+        rate, scores = max(by_rate.items(), key=lambda item: np.mean(item[1]))
+        state = next(r["state_size"] for r in record["runs"]
+                     if (r["part"], r["model"], r["num_pairs"], r["d_model"]) == (part, model, num_pairs, d_model))
+        rows.append({"model": model, "num_pairs": num_pairs, "d_model": d_model, "learning_rate": rate,
+                     "seeds": len(scores), "mean": float(np.mean(scores)), "min": min(scores),
+                     "max": max(scores), "state_size": state})
+    return rows
