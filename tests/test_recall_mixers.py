@@ -95,13 +95,15 @@ def test_study_plans_every_seed_rate_and_width_and_records_them(tmp_path):
     out = tmp_path / "study.json"
     record = recall.run_study(TINY_STUDY, out, "tiny", progress=False)
     assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(record))
-    assert record["complete"] and record["planned_runs"] == 2 * 1 * 2 * 2 + 2 * 2 * 1 == len(record["runs"])
+    # per seed: 2 models x 2 rates, then the sweep's width 8 (width 16 is linear's main run at 3e-3)
+    assert record["complete"] and record["planned_runs"] == 2 * (2 * 2 + 1) == len(record["runs"])
     main = [r for r in record["runs"] if r["part"] == "main"]
     assert {(r["model"], r["seed"], r["learning_rate"]) for r in main} == {
         (m, s, lr) for m in ("linear", "deltanet") for s in (0, 1) for lr in (1e-3, 3e-3)}
     assert all(len(r["loss_curve"]) == 2 for r in record["runs"])  # 3 steps in windows of 2
-    widths = {r["d_model"]: r["state_size"] for r in record["runs"] if r["part"] == "state_sweep"}
-    assert widths == {8: 2 * 4 * 5, 16: 2 * 8 * 9}  # linear's H·m·(d_head + 1)
+    sweep = recall.summarise(record, "state_sweep")
+    assert [(r["d_model"], r["state_size"], r["seeds"]) for r in sweep] == [
+        (16, 2 * 8 * 9, 2), (8, 2 * 4 * 5, 2)]  # linear's H·m·(d_head + 1), in the order trained
 
 
 def test_a_stopped_study_leaves_an_honest_partial_record(tmp_path, monkeypatch):
@@ -136,3 +138,16 @@ def test_study_refuses_an_unknown_model_before_training(tmp_path):
         recall.run_study(replace(TINY_STUDY, sweep_models=("mamba",)), tmp_path / "x.json", "tiny",
                          progress=False)
     assert not (tmp_path / "x.json").exists()
+
+
+def test_study_options_override_the_preset():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    recall.add_arguments(parser)
+    args = parser.parse_args(["--study", "full", "--seeds", "4", "5", "6", "--learning-rates", "0.01",
+                              "--models", "linear", "deltanet", "--steps", "9", "--out", "x.json"])
+    study = recall.cli.study_from_args(args)
+    assert (study.seeds, study.learning_rates, study.models, study.base.steps) == (
+        (4, 5, 6), (0.01,), ("linear", "deltanet"), 9)
+    assert study.sweep_models == recall.FULL_STUDY.sweep_models  # the sweep keeps its own models

@@ -47,27 +47,34 @@ class StudyConfig:
 
 # Full: 3,000 steps (twice the chapter 7 sweep's), P = 16 and 64, two learning rates, three seeds.
 FULL_STUDY = StudyConfig()
-# Quick: P = 16 only, 400 steps, one learning rate, a small sweep at P = 16. About 5 minutes
-# on 2 cores. It shows the pipeline and which models leave the plateau early; it does not
-# measure capacity (most models have not converged in 400 steps).
-QUICK_STUDY = StudyConfig(base=RecallConfig(steps=400), pair_counts=(16,), learning_rates=(3e-3,),
-                          sweep_pairs=16, sweep_widths=(32, 64), sweep_learning_rate=3e-3)
+# Quick: P = 16 only, 300 steps at chapter 7's quick rate, one rate, widths 32 and 128 besides 64.
+# About 10 minutes of one free core. It shows the pipeline and which models leave the plateau
+# early at a small P; it does not measure capacity (300 steps do not converge every model).
+QUICK_STUDY = StudyConfig(base=RecallConfig(steps=300), pair_counts=(16,), learning_rates=(6e-3,),
+                          models=("softmax", "linear", "deltanet", "gated_deltanet", "mamba2", "gla"),
+                          sweep_pairs=16, sweep_widths=(32, 64, 128), sweep_learning_rate=6e-3)
+
+
+def in_main_part(study: StudyConfig, model: str, width: int) -> bool:
+    """Whether the sweep's run at ``width`` is one the main part trains anyway (then reused)."""
+    return (width == study.base.d_model and model in study.models
+            and study.sweep_pairs in study.pair_counts and study.sweep_learning_rate in study.learning_rates)
 
 
 def planned_runs(study: StudyConfig) -> Iterator[dict[str, Any]]:
-    """Every run of a study, in the order it trains: seed by seed, so that a stopped study
-    still has every model and P on its first seeds; the state-size sweep last."""
+    """Every run of a study, in the order it trains: seed by seed (the main part, then the
+    sweep's other widths), so that a stopped study has every model on its first seeds."""
     for seed in study.seeds:
         for num_pairs in study.pair_counts:
             for model in study.models:
                 for rate in study.learning_rates:
                     yield {"part": "main", "model": model, "num_pairs": num_pairs, "seed": seed,
                            "learning_rate": rate, "d_model": study.base.d_model}
-    for seed in study.seeds:
         for width in study.sweep_widths:
             for model in study.sweep_models:
-                yield {"part": "state_sweep", "model": model, "num_pairs": study.sweep_pairs,
-                       "seed": seed, "learning_rate": study.sweep_learning_rate, "d_model": width}
+                if not in_main_part(study, model, width):
+                    yield {"part": "state_sweep", "model": model, "num_pairs": study.sweep_pairs,
+                           "seed": seed, "learning_rate": study.sweep_learning_rate, "d_model": width}
 
 
 def run_id(run: dict[str, Any]) -> str:
@@ -126,23 +133,34 @@ def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True) -
     return record
 
 
-def summarise(record: dict[str, Any], part: str = "main") -> list[dict[str, Any]]:
-    """Mean and range over seeds per model and P (and width), at each model's best learning rate.
+def sweep_runs(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The state-size sweep's runs, including those its base width shares with the main part."""
+    study = record["config"]
+    return [r for r in record["runs"] if r["model"] in study["sweep_models"]
+            and r["num_pairs"] == study["sweep_pairs"] and r["learning_rate"] == study["sweep_learning_rate"]
+            and (r["part"] == "state_sweep" or r["d_model"] in study["sweep_widths"])]
 
-    The best rate is the one with the highest mean accuracy over the seeds that finished;
-    ``seeds`` says how many that is. Rows come in the order the runs were planned.
+
+def summarise(record: dict[str, Any], part: str = "main") -> list[dict[str, Any]]:
+    """Mean and range over seeds per model, P and width, at each one's best learning rate.
+
+    ``part`` is 'main' or 'state_sweep' (see :func:`sweep_runs`). The best rate is the one
+    with the highest mean accuracy over the seeds that finished; ``seeds`` says how many
+    that is. Rows come in the order the runs finished.
     """
+    if part not in ("main", "state_sweep"):
+        raise ValueError(f"part must be 'main' or 'state_sweep'; got {part!r}")
+    runs = [r for r in record["runs"] if r["part"] == "main"] if part == "main" else sweep_runs(record)
     groups: dict[tuple, dict[float, list[float]]] = {}
-    for r in record["runs"]:
-        if r["part"] == part:
-            key = (r["model"], r["num_pairs"], r["d_model"])
-            groups.setdefault(key, {}).setdefault(r["learning_rate"], []).append(r["accuracy"])
+    states: dict[tuple, Any] = {}
+    for r in runs:
+        key = (r["model"], r["num_pairs"], r["d_model"])
+        groups.setdefault(key, {}).setdefault(r["learning_rate"], []).append(r["accuracy"])
+        states[key] = r["state_size"]
     rows = []
     for (model, num_pairs, d_model), by_rate in groups.items():
         rate, scores = max(by_rate.items(), key=lambda item: np.mean(item[1]))
-        state = next(r["state_size"] for r in record["runs"]
-                     if (r["part"], r["model"], r["num_pairs"], r["d_model"]) == (part, model, num_pairs, d_model))
         rows.append({"model": model, "num_pairs": num_pairs, "d_model": d_model, "learning_rate": rate,
                      "seeds": len(scores), "mean": float(np.mean(scores)), "min": min(scores),
-                     "max": max(scores), "state_size": state})
+                     "max": max(scores), "state_size": states[model, num_pairs, d_model]})
     return rows
