@@ -29,7 +29,8 @@ def inputs(batch=3, n=37, seed=0):
 def test_selective_model_trains_a_step_with_finite_gradients_everywhere(name):
     torch.manual_seed(1)
     model = recall.RecallModel(name, SMALL)
-    tokens, targets = recall.make_batch(3, 5, SMALL.num_keys, SMALL.num_values, torch.Generator().manual_seed(4))
+    data = torch.Generator().manual_seed(4)
+    tokens, targets = recall.make_batch(3, 5, SMALL.num_keys, SMALL.num_values, data)
     logits = model(tokens, last=3)  # [B, P, vocab]
     torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets[:, -3:].flatten()).backward()
     mixer = model.mixers[0]
@@ -58,7 +59,8 @@ def test_mamba2_mixer_is_scalar_gated_linear_attention_on_its_projections():
     mixer = recall.make_mixer("mamba2", SMALL, layer=0).double()
     x = inputs(n=70)  # two chunks of 64
     q, k, v = (t.detach().numpy() for t in mixer.project(x))
-    g = (-mixer.decay.A_log.exp() * torch.nn.functional.softplus(mixer.decay.dt(x) + mixer.decay.dt_bias)).transpose(1, 2)
+    step = torch.nn.functional.softplus(mixer.decay.dt(x) + mixer.decay.dt_bias)  # [B, N, H]
+    g = (-mixer.decay.A_log.exp() * step).transpose(1, 2)  # [B, H, N]
     rule = la.gated_linear_attention(q, k, v, g.detach().numpy(), form="recurrent")
     mixed = mixer.mix_selective(x, *mixer.project(x))
     assert_close(mixed.detach(), rule, what="mamba2 mixer against la.gated_linear_attention")
@@ -122,6 +124,13 @@ def test_a_stopped_study_leaves_an_honest_partial_record(tmp_path, monkeypatch):
     record = json.loads(out.read_text(encoding="utf-8"))
     assert not record["complete"] and len(record["finished"]) == 3 == len(record["runs"])
     assert record["finished"][0] == "main/linear/P2/seed0/lr0.001/d16"
+
+    monkeypatch.setattr(study_module, "train_run", real)
+    resumed = recall.run_study(TINY_STUDY, out, "tiny", progress=False, resume=True)
+    assert resumed["complete"] and resumed["runs"][:3] == record["runs"]
+    assert resumed["finished"] == [study_module.run_id(run) for run in recall.planned_runs(TINY_STUDY)]
+    with pytest.raises(ValueError, match="holds a study with other settings"):
+        recall.run_study(replace(TINY_STUDY, seeds=(0,)), out, "tiny", progress=False, resume=True)
 
 
 def test_summary_keeps_the_best_rate_by_mean_over_seeds():

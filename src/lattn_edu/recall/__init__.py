@@ -33,7 +33,9 @@ the registry :data:`MIXERS` that names them; a new model is one registered class
 Run times on 2 shared CPU cores with one torch thread (the default; results are
 bit-reproducible for a given seed and thread count): the full sweep (P = 4 … 64,
 1,500 steps per model) about 17 minutes, ``--quick`` (P = 4, 16, 64, 800 steps) about
-5 minutes, ``--tiny`` (the tests' smoke run) a few seconds.
+5 minutes, ``--tiny`` (the tests' smoke run) a few seconds. The capacity study
+(``--study quick`` or ``--study full``, see :mod:`.study`) writes its record after every run
+and, with ``--resume``, continues a stopped one.
 """
 
 from __future__ import annotations

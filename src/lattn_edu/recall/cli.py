@@ -46,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, help="with --study: override the seeds")
     parser.add_argument("--learning-rates", nargs="+", type=float,
                         help="with --study: override the learning-rate grid")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --study: keep the finished runs already in --out, train the rest")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
 
@@ -90,7 +92,7 @@ def format_summary(rows: list[dict[str, Any]]) -> str:
 def run_study_cli(args: argparse.Namespace) -> int:
     """Run the capacity study, print its summary tables, write its JSON (after every run)."""
     study = study_from_args(args)
-    record = run_study(study, args.out, args.study, progress=not args.no_progress)
+    record = run_study(study, args.out, args.study, progress=not args.no_progress, resume=args.resume)
     print(format_summary(summarise(record, "main")))
     print(format_summary(summarise(record, "state_sweep")))
     print(f"{args.study} study: {record['config']['wall_seconds']:.0f} s; wrote {args.out}")

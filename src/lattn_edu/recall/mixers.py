@@ -293,7 +293,8 @@ class DeltaNetMixer(SelectiveMixer):
 
 @register_mixer("gated_deltanet")
 class GatedDeltaNetMixer(DeltaNetMixer):
-    """Gated DeltaNet: the delta rule on a state first decayed by α_t = e^{g_t} (see :class:`ScalarDecay`)."""
+    """Gated DeltaNet: the delta rule on a state first decayed by α_t = e^{g_t}
+    (see :class:`ScalarDecay`)."""
 
     def __init__(self, d_model: int, num_heads: int) -> None:
         super().__init__(d_model, num_heads)
