@@ -40,9 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--pairs", nargs="+", type=int, help="override the pair counts")
     parser.add_argument("--steps", type=int, help="override the training steps per model")
-    parser.add_argument("--study", choices=("quick", "full"),
-                        help="the capacity study instead of one sweep: seeds x learning rates, loss "
-                             "curves and a state-size sweep (quick: about 5 minutes; full: hours)")
+    size.add_argument("--study", choices=("quick", "full"),
+                      help="the capacity study instead of one sweep: seeds x learning rates, loss "
+                           "curves and a state-size sweep (quick: about 10 minutes of a free core; "
+                           "full: hours)")
     parser.add_argument("--seeds", nargs="+", type=int, help="with --study: override the seeds")
     parser.add_argument("--learning-rates", nargs="+", type=float,
                         help="with --study: override the learning-rate grid")
