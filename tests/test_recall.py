@@ -70,7 +70,8 @@ def test_model_shapes(name):
     assert model(tokens, last=4).shape == (3, 4, vocab)
     # two heads of width 8: S [m, 8] and z [m] per head; retention keeps no z; softmax a KV cache
     expected_state = {"softmax": None, "linear": 2 * 8 * 9, "favor": 2 * 8 * 9, "retnet": 2 * 8 * 8,
-                      "based": 2 * la.taylor_width(3) * 9}
+                      "based": 2 * la.taylor_width(3) * 9, "deltanet": 2 * 8 * 8,
+                      "gated_deltanet": 2 * 8 * 8, "gla": 2 * 8 * 8, "mamba2": 2 * 8 * 8}
     assert model.state_size() == expected_state[name]
 
 
@@ -114,12 +115,14 @@ def test_every_registered_mixer_builds_from_a_config_and_keeps_the_shape(name):
 
 
 def test_the_registry_is_the_list_of_models():
-    assert recall.MODELS == tuple(recall.MIXERS) == ("softmax", "linear", "favor", "retnet", "based")
+    assert recall.MODELS == tuple(recall.MIXERS) == ("softmax", "linear", "favor", "retnet", "based",
+                                                     "deltanet", "gated_deltanet", "gla", "mamba2")
     assert all(issubclass(cls, recall.Mixer) for cls in recall.MIXERS.values())
 
 
 def test_unknown_mixer_is_refused_with_the_known_names():
-    with pytest.raises(ValueError, match="mixer must be one of softmax, linear, favor, retnet, based; got 'mamba'"):
+    with pytest.raises(ValueError, match="mixer must be one of softmax, linear, favor, retnet, based, deltanet, "
+                       "gated_deltanet, gla, mamba2; got 'mamba'"):
         recall.make_mixer("mamba", SMALL, layer=0)
     with pytest.raises(ValueError, match="mixer must be one of"):
         recall.RecallModel("mamba", SMALL)

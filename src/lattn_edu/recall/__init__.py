@@ -14,55 +14,79 @@ width and depth) except the sequence mixer:
 - ``based``: linear attention with the 2nd-order Taylor features of exp
   (``la.taylor_features``) on which the Zoology authors built their Based model,
   1 + q·k + (q·k)²/2, on a small projection of q and k chosen so that its state is about
-  as large as elu+1's.
+  as large as elu+1's;
+- ``deltanet`` and ``gated_deltanet``: the (gated) delta rule, ``la.delta_rule`` (torch
+  backend), with L2-normalised q and k, β = sigmoid of a projection and an RMS norm per head;
+- ``gla`` and ``mamba2``: ``la.gated_linear_attention`` with GLA's low-rank vector gate (one
+  decay per key channel) and Mamba-2's scalar decay per head, both with an RMS norm per head.
+  The gates start with every decay α near 1 (see :func:`.mixers.slow_step_sizes`).
 
 The number of pairs P is swept at fixed width, so the linear mixers' m×d_v state has
 to hold more and more associations, while softmax keeps every pair in its KV cache.
 
 The parts, one module each: :mod:`.task` (the sequences), :mod:`.mixers` (the mixers and
 the registry :data:`MIXERS` that names them; a new model is one registered class there),
+:mod:`.study` (the capacity study: seeds, learning rates, loss curves, a state-size sweep),
 :mod:`.config` (sizes and presets), :mod:`.model` (the shared architecture),
 :mod:`.training` (training, scoring, the sweep) and :mod:`.cli` (``lattn-edu recall``).
 
 Run times on 2 shared CPU cores with one torch thread (the default; results are
 bit-reproducible for a given seed and thread count): the full sweep (P = 4 … 64,
 1,500 steps per model) about 17 minutes, ``--quick`` (P = 4, 16, 64, 800 steps) about
-5 minutes, ``--tiny`` (the tests' smoke run) a few seconds.
+5 minutes, ``--tiny`` (the tests' smoke run) a few seconds. The capacity study
+(``--study quick`` or ``--study full``, see :mod:`.study`) writes its record after every run
+and, with ``--resume``, continues a stopped one.
 """
 
 from __future__ import annotations
 
-from .cli import add_arguments, config_from_args, format_table, run
+from .cli import add_arguments, config_from_args, format_summary, format_table, run
 from .config import QUICK, TINY, RecallConfig
-from .mixers import (MIXERS, MODELS, BasedMixer, EluMixer, FavorMixer, LinearMixer, Mixer,
-                     RetentionMixer, SoftmaxMixer, make_mixer, mixer_class, register_mixer)
+from .mixers import (MIXERS, MODELS, BasedMixer, DeltaNetMixer, EluMixer, FavorMixer,
+                     GatedDeltaNetMixer, GlaMixer, LinearMixer, Mamba2Mixer, Mixer, RetentionMixer,
+                     ScalarDecay, SelectiveMixer, SoftmaxMixer, make_mixer, mixer_class,
+                     register_mixer)
+from .study import FULL_STUDY, QUICK_STUDY, StudyConfig, planned_runs, run_study, summarise
 from .model import RecallModel
 from .task import make_batch
 from .training import accuracy, sweep, train_one
 
 __all__ = [
     "BasedMixer",
+    "DeltaNetMixer",
     "EluMixer",
+    "FULL_STUDY",
     "FavorMixer",
+    "GatedDeltaNetMixer",
+    "GlaMixer",
     "LinearMixer",
     "MIXERS",
     "MODELS",
+    "Mamba2Mixer",
     "Mixer",
     "QUICK",
+    "QUICK_STUDY",
     "RecallConfig",
     "RecallModel",
     "RetentionMixer",
+    "ScalarDecay",
+    "SelectiveMixer",
     "SoftmaxMixer",
+    "StudyConfig",
     "TINY",
     "accuracy",
     "add_arguments",
     "config_from_args",
+    "format_summary",
     "format_table",
     "make_batch",
     "make_mixer",
     "mixer_class",
+    "planned_runs",
     "register_mixer",
     "run",
+    "run_study",
+    "summarise",
     "sweep",
     "train_one",
 ]

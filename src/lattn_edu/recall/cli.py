@@ -14,6 +14,7 @@ import torch
 from ..book import machine_summary
 from .config import QUICK, TINY, RecallConfig
 from .mixers import MODELS
+from .study import FULL_STUDY, QUICK_STUDY, StudyConfig, run_study, summarise
 from .training import sweep
 
 
@@ -39,6 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--pairs", nargs="+", type=int, help="override the pair counts")
     parser.add_argument("--steps", type=int, help="override the training steps per model")
+    size.add_argument("--study", choices=("quick", "full"),
+                      help="the capacity study instead of one sweep: seeds x learning rates, loss "
+                           "curves and a state-size sweep (quick: about 10 minutes of a free core; "
+                           "full: hours)")
+    parser.add_argument("--seeds", nargs="+", type=int, help="with --study: override the seeds")
+    parser.add_argument("--learning-rates", nargs="+", type=float,
+                        help="with --study: override the learning-rate grid")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --study: keep the finished runs already in --out, train the rest")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
 
@@ -54,8 +64,46 @@ def config_from_args(args: argparse.Namespace) -> RecallConfig:
     return replace(base, **overrides)
 
 
+def study_from_args(args: argparse.Namespace) -> StudyConfig:
+    """The --study preset with --seeds, --learning-rates, --models, --pairs, --steps applied."""
+    study = QUICK_STUDY if args.study == "quick" else FULL_STUDY
+    overrides: dict[str, Any] = {"base": replace(study.base, threads=args.threads,
+                                                 steps=args.steps or study.base.steps)}
+    if args.seeds:
+        overrides["seeds"] = tuple(args.seeds)
+    if args.learning_rates:
+        overrides["learning_rates"] = tuple(args.learning_rates)
+    if args.models != list(MODELS):
+        overrides["models"] = tuple(args.models)
+    if args.pairs:
+        overrides["pair_counts"] = tuple(args.pairs)
+    return replace(study, **overrides)
+
+
+def format_summary(rows: list[dict[str, Any]]) -> str:
+    """A study's summary rows as a Markdown table: mean [min, max] over seeds."""
+    lines = ["| model | P | d_model | state | lr | seeds | accuracy mean [min, max] |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['num_pairs']} | {r['d_model']} | {r['state_size']} | "
+              f"{r['learning_rate']:g} | {r['seeds']} | {r['mean']:.3f} [{r['min']:.3f}, {r['max']:.3f}] |"
+              for r in rows]
+    return "\n".join(lines)
+
+
+def run_study_cli(args: argparse.Namespace) -> int:
+    """Run the capacity study, print its summary tables, write its JSON (after every run)."""
+    study = study_from_args(args)
+    record = run_study(study, args.out, args.study, progress=not args.no_progress, resume=args.resume)
+    print(format_summary(summarise(record, "main")))
+    print(format_summary(summarise(record, "state_sweep")))
+    print(f"{args.study} study: {record['config']['wall_seconds']:.0f} s; wrote {args.out}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, print the accuracy table, write ``{"results": [...], "config": {...}}``."""
+    if args.study:
+        return run_study_cli(args)
     config = config_from_args(args)
     start = time.perf_counter()
     results = sweep(config, progress=not args.no_progress)

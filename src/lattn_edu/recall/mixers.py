@@ -18,11 +18,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..delta import delta_rule
 from ..feature_maps import FavorPlus, taylor_features, taylor_width
 from ..gated import gated_linear_attention
 from ..linear import linear_attention
@@ -54,10 +57,18 @@ class Mixer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [B, N, d_model] -> [B, N, d_model]; output i depends on x[:, :i+1] only."""
+        return self.merge(self.mix(*self.project(x)))
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B, N, d_model] -> q, k [B, H, N, d_qk] and v [B, H, N, d_head]."""
         batch, n, _ = x.shape
         q, k = self.qk(x).view(batch, n, 2, self.num_heads, self.d_qk).permute(2, 0, 3, 1, 4)
         v = self.v(x).view(batch, n, self.num_heads, self.d_head).transpose(1, 2)  # [B, H, N, d_head]
-        mixed = self.mix(q, k, v)  # [B, H, N, d_head]
+        return q, k, v
+
+    def merge(self, mixed: torch.Tensor) -> torch.Tensor:
+        """The heads' outputs [B, H, N, d_head] -> [B, N, d_model], through the output projection."""
+        batch, _, n, _ = mixed.shape
         return self.out(mixed.transpose(1, 2).reshape(batch, n, -1))
 
     def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -186,6 +197,160 @@ class BasedMixer(LinearMixer):
         # q, k scaled by t^-1/4 so that q·k enters the Taylor series as a softmax score q·k/√t
         return cls(config.d_model, config.num_heads, taylor_features, m=taylor_width(t),
                    d_qk=t, scale=t ** -0.25)
+
+
+def inverse_softplus(y: torch.Tensor) -> torch.Tensor:
+    """The x with softplus(x) = y > 0: log(exp(y) - 1), written to stay exact for small y."""
+    return y + torch.log(-torch.expm1(-y))
+
+
+def slow_step_sizes(count: int) -> torch.Tensor:
+    """``count`` step sizes Δ log-uniform in [1e-3, 1e-2]: log decays −Δ that keep α = e^−Δ near 1.
+
+    Mamba-2 and Gated DeltaNet draw Δ in [1e-3, 1e-1] with A up to 16, so some heads start
+    with α ≈ 0.2 per step; a key written 128 tokens before its query is then gone before
+    training begins. With A = 1 and Δ ≤ 1e-2, α^128 stays above 0.27 in every head.
+    """
+    low, high = math.log(1e-3), math.log(1e-2)
+    return torch.exp(low + (high - low) * torch.rand(count))  # [count]
+
+
+class SelectiveMixer(Mixer):
+    """A mixer whose rule also reads per-token quantities (step sizes, decays) from x, and
+    whose per-head outputs pass through an RMS norm, as in DeltaNet, GLA and Mamba-2.
+
+    Subclasses implement :meth:`mix_selective`.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_qk: int | None = None) -> None:
+        super().__init__(d_model, num_heads, d_qk)
+        self.norm = nn.RMSNorm(self.d_head, eps=1e-5)  # one learned gain per channel, shared by heads
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.project(x)
+        return self.merge(self.norm(self.mix_selective(x, q, k, v)))
+
+    def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        raise TypeError(f"{type(self).__name__} mixes with gates read from x: call it on x")
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        """x [B, N, d_model], q, k [B, H, N, d_qk], v [B, H, N, d_head] -> [B, H, N, d_head]."""
+        raise NotImplementedError
+
+    def state_size(self) -> int:
+        return self.num_heads * self.d_qk * self.d_head  # S [d_k, d_v] per head, no normaliser
+
+    def per_head(self, projection: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        """x [B, N, d_model] through a projection to H numbers -> [B, H, N]."""
+        return projection(x).transpose(1, 2)
+
+
+class ScalarDecay(nn.Module):
+    """The Mamba-2 / Gated DeltaNet log decay g = −exp(A_log) · softplus(W x + dt_bias), per head.
+
+    A = 1 and dt_bias from :func:`slow_step_sizes` at the start, so that α = e^g is near 1.
+    """
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__()
+        self.dt = nn.Linear(d_model, num_heads, bias=False)
+        self.A_log = nn.Parameter(torch.zeros(num_heads))  # A = 1  [H]
+        self.dt_bias = nn.Parameter(inverse_softplus(slow_step_sizes(num_heads)))  # [H]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B, N, d_model] -> log decay g <= 0 [B, H, N]."""
+        step = F.softplus(self.dt(x) + self.dt_bias)  # Δ_t > 0  [B, N, H]
+        return (-self.A_log.exp() * step).transpose(1, 2)
+
+
+@register_mixer("deltanet")
+class DeltaNetMixer(SelectiveMixer):
+    """DeltaNet: S_t = (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ through ``la.delta_rule``.
+
+    q and k are L2-normalised per head (the rule needs ‖k‖ = 1 to stay stable), the step
+    size β_t = sigmoid(w·x_t) in (0, 1) is a projection per head.
+    """
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.beta = nn.Linear(d_model, num_heads)
+
+    def step_sizes(self, x: torch.Tensor) -> torch.Tensor:
+        """β [B, H, N] in (0, 1)."""
+        return torch.sigmoid(self.per_head(self.beta, x))
+
+    def log_decay(self, x: torch.Tensor) -> torch.Tensor | None:
+        """None: DeltaNet forgets only by overwriting."""
+        return None
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        return delta_rule(q, k, v, self.step_sizes(x), self.log_decay(x), scale=self.d_qk ** -0.5,
+                          form="chunkwise", backend="torch")
+
+
+@register_mixer("gated_deltanet")
+class GatedDeltaNetMixer(DeltaNetMixer):
+    """Gated DeltaNet: the delta rule on a state first decayed by α_t = e^{g_t}
+    (see :class:`ScalarDecay`)."""
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.decay = ScalarDecay(d_model, num_heads)
+
+    def log_decay(self, x: torch.Tensor) -> torch.Tensor:
+        """g [B, H, N] <= 0."""
+        return self.decay(x)
+
+
+@register_mixer("gla")
+class GlaMixer(SelectiveMixer):
+    """Gated linear attention (Yang et al. 2024): one decay per head and key channel.
+
+    g_t = logsigmoid(W₂ W₁ x_t + b) / 16, GLA's low-rank gate (rank 16) and temperature 16.
+    b starts so that every channel's α is near 1, as for the scalar gates (see
+    :func:`slow_step_sizes`), instead of GLA's b = 0, which gives α ≈ 0.96 and forgets a
+    key within a 128-token gap.
+    """
+
+    temperature, rank = 16.0, 16
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.gate = nn.Sequential(nn.Linear(d_model, self.rank, bias=False),
+                                  nn.Linear(self.rank, num_heads * self.d_qk))
+        # logsigmoid(b)/τ = −Δ  <=>  b = −softplus⁻¹(τΔ)
+        start = -inverse_softplus(self.temperature * slow_step_sizes(num_heads * self.d_qk))
+        with torch.no_grad():
+            self.gate[1].bias.copy_(start)
+
+    def log_decay(self, x: torch.Tensor) -> torch.Tensor:
+        """g [B, H, N, d_qk] <= 0."""
+        batch, n, _ = x.shape
+        gates = self.gate(x).view(batch, n, self.num_heads, self.d_qk).transpose(1, 2)
+        return F.logsigmoid(gates) / self.temperature
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        return gated_linear_attention(q, k, v, self.log_decay(x), scale=self.d_qk ** -0.5,
+                                      form="chunkwise", backend="torch")
+
+
+@register_mixer("mamba2")
+class Mamba2Mixer(SelectiveMixer):
+    """Mamba-2 as linear attention with a scalar gate per head (state-space duality):
+    S_t = α_t S_{t−1} + k_t v_tᵀ with log α_t from :class:`ScalarDecay`."""
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.decay = ScalarDecay(d_model, num_heads)
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        return gated_linear_attention(q, k, v, self.decay(x), scale=self.d_qk ** -0.5,
+                                      form="chunkwise", backend="torch")
 
 
 MODELS = tuple(MIXERS)  # every registered name, in definition order

@@ -1,0 +1,187 @@
+"""The capacity study (issue 16): seeds, a learning-rate grid, loss curves and a state-size sweep.
+
+A single trained run mostly measures how fast a model leaves the loss plateau. The study
+separates that from what its state can hold by training every model at several learning
+rates (keeping the best, by mean accuracy over seeds), on several seeds, long enough to leave
+the plateau, and by recording each run's loss curve so that a reader can check it did. Then a
+state-size sweep at one fixed P widens the models (d_model, hence d_head and the state) for
+linear, deltanet and softmax.
+
+The record is rewritten after every run, so a study stopped part-way leaves a usable file
+that says what finished (``"complete": false`` and the list of finished runs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..book import machine_summary
+from .config import RecallConfig
+from .training import check_sweep, torch_threads, train_one
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """What a study trains; the model settings themselves come from ``base``."""
+
+    base: RecallConfig = RecallConfig(steps=3000)
+    models: tuple[str, ...] = ("softmax", "linear", "deltanet", "gated_deltanet", "gla", "mamba2")
+    pair_counts: tuple[int, ...] = (16, 64)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    learning_rates: tuple[float, ...] = (1e-3, 3e-3)
+    sweep_models: tuple[str, ...] = ("linear", "deltanet", "softmax")
+    sweep_pairs: int = 64
+    sweep_widths: tuple[int, ...] = (32, 64, 128)  # d_model; d_head = d_model / num_heads
+    sweep_learning_rate: float = 3e-3
+    curve_every: int = 25  # one loss point per this many steps (the window's mean)
+
+
+# Full: 3,000 steps (twice the chapter 7 sweep's), P = 16 and 64, two learning rates, three seeds.
+FULL_STUDY = StudyConfig()
+# Quick: P = 8 only, 400 steps at chapter 7's quick rate, one rate, width 32 besides 64. About
+# 10 minutes of one free core (GLA's per-channel decay is a third of it). It measures which
+# models learn 8 pairs within 400 steps, i.e. how fast they leave the plateau, not capacity:
+# at P = 16, 200 steps leave every model at chance (softmax included).
+QUICK_STUDY = StudyConfig(base=RecallConfig(steps=400), pair_counts=(8,), learning_rates=(6e-3,),
+                          models=("softmax", "linear", "deltanet", "gated_deltanet", "mamba2", "gla"),
+                          sweep_pairs=8, sweep_widths=(32, 64), sweep_learning_rate=6e-3)
+
+
+def in_main_part(study: StudyConfig, model: str, width: int) -> bool:
+    """Whether the sweep's run at ``width`` is one the main part trains anyway (then reused)."""
+    return (width == study.base.d_model and model in study.models
+            and study.sweep_pairs in study.pair_counts and study.sweep_learning_rate in study.learning_rates)
+
+
+def planned_runs(study: StudyConfig) -> Iterator[dict[str, Any]]:
+    """Every run of a study, in the order it trains: seed by seed (the main part, then the
+    sweep's other widths), so that a stopped study has every model on its first seeds."""
+    for seed in study.seeds:
+        for num_pairs in study.pair_counts:
+            for model in study.models:
+                for rate in study.learning_rates:
+                    yield {"part": "main", "model": model, "num_pairs": num_pairs, "seed": seed,
+                           "learning_rate": rate, "d_model": study.base.d_model}
+        for width in study.sweep_widths:
+            for model in study.sweep_models:
+                if not in_main_part(study, model, width):
+                    yield {"part": "state_sweep", "model": model, "num_pairs": study.sweep_pairs,
+                           "seed": seed, "learning_rate": study.sweep_learning_rate, "d_model": width}
+
+
+def run_id(run: dict[str, Any]) -> str:
+    """A short name for one run, e.g. 'main/deltanet/P64/seed1/lr0.003/d64'."""
+    return (f"{run['part']}/{run['model']}/P{run['num_pairs']}/seed{run['seed']}"
+            f"/lr{run['learning_rate']:g}/d{run['d_model']}")
+
+
+def loss_curve(losses: list[float], every: int) -> list[float]:
+    """Mean loss over consecutive windows of ``every`` steps (the last may be shorter)."""
+    return [round(float(np.mean(losses[i:i + every])), 4) for i in range(0, len(losses), every)]
+
+
+def train_run(run: dict[str, Any], study: StudyConfig, on_step: Any) -> dict[str, Any]:
+    """Train and score one planned run; its row, with the loss curve."""
+    config = replace(study.base, seed=run["seed"], learning_rate=run["learning_rate"],
+                     d_model=run["d_model"])
+    losses: list[float] = []
+
+    def record_step(loss: float) -> None:
+        losses.append(loss)
+        on_step(loss)
+
+    row = train_one(run["model"], run["num_pairs"], config, record_step)
+    return {**run, **row, "id": run_id(run),
+            "loss_curve": loss_curve(losses, study.curve_every)}
+
+
+def study_record(study: StudyConfig, mode: str, runs: list[dict[str, Any]], planned: int,
+                 wall: float) -> dict[str, Any]:
+    """The JSON record: the rows so far, whether the plan finished, and the settings."""
+    return {"complete": len(runs) == planned, "planned_runs": planned,
+            "finished": [r["id"] for r in runs], "runs": runs,
+            "config": {**asdict(study), "mode": mode, "wall_seconds": round(wall, 1),
+                       "torch": torch.__version__, "machine": machine_summary()}}
+
+
+def finished_runs(study: StudyConfig, out: Path) -> tuple[list[dict[str, Any]], float]:
+    """The runs (and wall seconds) an earlier, stopped study of the same settings left in ``out``."""
+    if not out.is_file():
+        return [], 0.0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    settings = {key: value for key, value in record["config"].items() if key in asdict(study)}
+    if json.loads(json.dumps(asdict(study))) != settings:
+        raise ValueError(f"out ({out}) holds a study with other settings; resume needs the same "
+                         f"settings, or remove the file to start afresh")
+    return record["runs"], record["config"]["wall_seconds"]
+
+
+def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True,
+              resume: bool = False) -> dict[str, Any]:
+    """Train every planned run, rewriting ``out`` after each one; the final record.
+
+    ``resume`` keeps the finished runs of an earlier, stopped study in ``out`` (same settings)
+    and trains only the rest; each run is seeded on its own, so the result is the same.
+    """
+    for models, pairs in ((study.models, study.pair_counts), (study.sweep_models, (study.sweep_pairs,))):
+        check_sweep(replace(study.base, models=models, pair_counts=pairs))
+    runs, earlier_wall = finished_runs(study, out) if resume else ([], 0.0)
+    done = {r["id"] for r in runs}
+    plan = list(planned_runs(study))
+    todo = [run for run in plan if run_id(run) not in done]
+    bar = tqdm(total=len(todo) * study.base.steps, unit="step", file=sys.stderr,
+               disable=None if progress else True)
+    start = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = study_record(study, mode, runs, len(plan), earlier_wall)
+    with bar, torch_threads(study.base.threads):
+        for run in todo:
+            bar.set_description(run_id(run))
+            runs.append(train_run(run, study, lambda loss: bar.update()))
+            record = study_record(study, mode, runs, len(plan), earlier_wall + time.perf_counter() - start)
+            partial = out.with_suffix(".partial")  # write then rename: never a half-written file
+            partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            partial.replace(out)
+    return record
+
+
+def sweep_runs(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The state-size sweep's runs, including those its base width shares with the main part."""
+    study = record["config"]
+    return [r for r in record["runs"] if r["model"] in study["sweep_models"]
+            and r["num_pairs"] == study["sweep_pairs"] and r["learning_rate"] == study["sweep_learning_rate"]
+            and (r["part"] == "state_sweep" or r["d_model"] in study["sweep_widths"])]
+
+
+def summarise(record: dict[str, Any], part: str = "main") -> list[dict[str, Any]]:
+    """Mean and range over seeds per model, P and width, at each one's best learning rate.
+
+    ``part`` is 'main' or 'state_sweep' (see :func:`sweep_runs`). The best rate is the one
+    with the highest mean accuracy over the seeds that finished; ``seeds`` says how many
+    that is. Rows come in the order the runs finished.
+    """
+    if part not in ("main", "state_sweep"):
+        raise ValueError(f"part must be 'main' or 'state_sweep'; got {part!r}")
+    runs = [r for r in record["runs"] if r["part"] == "main"] if part == "main" else sweep_runs(record)
+    groups: dict[tuple, dict[float, list[float]]] = {}
+    states: dict[tuple, Any] = {}
+    for r in runs:
+        key = (r["model"], r["num_pairs"], r["d_model"])
+        groups.setdefault(key, {}).setdefault(r["learning_rate"], []).append(r["accuracy"])
+        states[key] = r["state_size"]
+    rows = []
+    for (model, num_pairs, d_model), by_rate in groups.items():
+        rate, scores = max(by_rate.items(), key=lambda item: np.mean(item[1]))
+        rows.append({"model": model, "num_pairs": num_pairs, "d_model": d_model, "learning_rate": rate,
+                     "seeds": len(scores), "mean": float(np.mean(scores)), "min": min(scores),
+                     "max": max(scores), "state_size": states[model, num_pairs, d_model]})
+    return rows
