@@ -46,7 +46,12 @@ def load_record(name: str) -> dict[str, Any]:
     path = find_record(name)
     if path is None:
         raise FileNotFoundError(f"no recorded {name} in the package's data folder ({DATA})")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_record(path)
+
+
+def read_record(path: str | os.PathLike) -> dict[str, Any]:
+    """A recorded file read from ``path`` (the packaged one, or a run kept aside)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def save_record(name: str, record: dict[str, Any]) -> Path:

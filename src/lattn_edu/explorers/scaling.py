@@ -7,8 +7,6 @@ the picture is the same on every machine (the title says where it was measured).
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from .. import records
 from ..book import PALETTE
 from ..timing import crossover_size, loglog_slope
 from ._ticks import power_of_ten
@@ -27,7 +26,7 @@ SOFTMAX, LINEAR, STATE = PALETTE["vermillion"], PALETTE["green"], PALETTE["blue"
 
 def recorded_path() -> Path:
     """Where the package keeps the recorded measurements."""
-    return Path(str(resources.files("lattn_edu") / "data" / "scaling.json"))
+    return records.DATA / "scaling.json"
 
 
 def load_scaling(path: str | Path | None = None) -> dict[str, Any]:
@@ -37,7 +36,7 @@ def load_scaling(path: str | Path | None = None) -> dict[str, Any]:
         raise FileNotFoundError(f"recorded scaling measurements not found at {path}: run "
                                 f"`python benchmarks/scaling.py` to record them")
     try:
-        record = json.loads(path.read_text())
+        record = records.read_record(path)
         missing = {"machine", "memory", "runs"} - set(record)
         if missing:
             raise KeyError(f"missing {sorted(missing)}")
