@@ -83,7 +83,7 @@ def _check_crosstalk(answer):
 
 
 def solution_t_matrix(k, beta):
-    """T = (I + A)⁻¹ with A = tril(diag(β) K Kᵀ, −1): k [C, d_k], beta [C] -> [C, C]."""
+    """T = (I + Γ)⁻¹ with Γ = tril(diag(β) K Kᵀ, −1): k [C, d_k], beta [C] -> [C, C]."""
     a = np.tril(beta[:, None] * (k @ k.T), -1)
     return np.linalg.inv(np.eye(len(k)) + a)
 
@@ -102,7 +102,7 @@ def solution_chunk_step(q, k, v, beta, state):
     """One chunk of the delta rule, scale 1: (outputs [C, d_v], state after [d_k, d_v])."""
     t_matrix = solution_t_matrix(k, beta)  # [C, C]
     w = t_matrix @ (beta[:, None] * k)  # W  [C, d_k]
-    u = t_matrix @ (beta[:, None] * v) - w @ state  # pseudo-values U  [C, d_v]
+    u = t_matrix @ (beta[:, None] * v) - w @ state  # pseudo-values Ṽ  [C, d_v]
     out = q @ state + np.tril(q @ k.T) @ u
     return out, state + k.T @ u
 
