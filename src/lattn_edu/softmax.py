@@ -13,19 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_bool, check_qk, check_qkv, is_torch_tensor
+from ._checks import check_bool, check_qk, check_qkv, check_scale, is_torch_tensor
 
 MAX_MATRIX_BYTES = 2**30  # 1 GiB of attention weights: far past anything the book needs
-
-
-def _check_scale(scale: Any, d: int) -> float:
-    if scale is None:
-        return 1.0 / math.sqrt(d)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating)):
-        raise TypeError(f"scale must be a positive float or None; got {type(scale).__name__} {scale!r}")
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be finite and > 0 (None means 1/sqrt(d)); got {scale}")
-    return float(scale)
 
 
 def _matrices(count: int) -> str:
@@ -51,7 +41,7 @@ def softmax_attention_weights(q: Any, k: Any, causal: bool = False, scale: float
     """
     causal = check_bool(causal, "causal")
     q, k = check_qk(q, k, causal)
-    return _weights(q, k, causal, _check_scale(scale, q.shape[-1]), max_matrix_bytes)
+    return _weights(q, k, causal, check_scale(scale, q.shape[-1]), max_matrix_bytes)
 
 
 def _weights(q: np.ndarray, k: np.ndarray, causal: bool, scale: float,
@@ -91,5 +81,5 @@ def softmax_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float
     """
     causal = check_bool(causal, "causal")
     q, k, v = check_qkv(q, k, v, causal)
-    weights = _weights(q, k, causal, _check_scale(scale, q.shape[-1]), max_matrix_bytes)
+    weights = _weights(q, k, causal, check_scale(scale, q.shape[-1]), max_matrix_bytes)
     return weights @ v
