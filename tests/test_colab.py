@@ -36,7 +36,7 @@ import sync_notebooks  # noqa: E402
 NOTEBOOKS = sorted(colab_notebooks.COLAB.glob("*.ipynb"))
 IDS = [path.stem for path in NOTEBOOKS]
 
-# Colab's runtime as of late 2026 (../shared/TOOLING.md); torch first, so that nothing
+# Colab's runtime as of late 2026 (its preinstalled versions of these packages); torch first, so that nothing
 # after it can pull a different build.
 PIP = "pip==24.1.2"
 TORCH = "torch==2.13.0"
