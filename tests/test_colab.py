@@ -36,8 +36,8 @@ import sync_notebooks  # noqa: E402
 NOTEBOOKS = sorted(colab_notebooks.COLAB.glob("*.ipynb"))
 IDS = [path.stem for path in NOTEBOOKS]
 
-# Colab's runtime as of late 2026 (its preinstalled versions of these packages); torch first, so that nothing
-# after it can pull a different build.
+# Colab's runtime as of late 2026 (the versions it preinstalls); torch first, so that
+# nothing after it can pull a different build.
 PIP = "pip==24.1.2"
 TORCH = "torch==2.13.0"
 STACK = ("numpy==2.0.2", "scipy==1.16.3", "matplotlib==3.10.0", "ipywidgets==7.7.1",
