@@ -1,4 +1,4 @@
-"""Part II exercises (chapters 11 and 12): each accepts its solution and rejects the mistakes a
+"""Part II exercises (chapters 10, 11 and 12): each accepts its solution and rejects the mistakes a
 student is likely to make, not only perturbed numbers."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from lattn_edu import exercises
-from lattn_edu.exercises import ExerciseFailed, ch11, ch12
+from lattn_edu.exercises import ExerciseFailed, ch10, ch11, ch12
 
-PART2 = sorted(i for i in exercises.CATALOG if i.startswith(("ch11.", "ch12.")))
+PART2 = sorted(i for i in exercises.CATALOG if i.startswith(("ch10.", "ch11.", "ch12.")))
 
 
 def test_part2_has_the_exercises_the_issue_asks_for():
@@ -47,13 +47,14 @@ def test_decay_mask_by_cumulative_products_is_rejected():
         exercises.CATALOG["ch11.decay_mask"].check(by_products)
 
 
-def test_chunk_step_without_the_carried_state_is_rejected():
-    def forgets_the_state(q, k, v, log_decay, state):
-        out, after = ch11.solution_chunk_step(q, k, v, log_decay, np.zeros_like(state))
-        return out, after
+@pytest.mark.parametrize("chapter", [ch10, ch11], ids=["ch10", "ch11"])
+def test_chunk_step_without_the_carried_state_is_rejected(chapter):
+    def forgets_the_state(**case):
+        return chapter.solution_chunk_step(**{**case, "state": np.zeros_like(case["state"])})
 
+    exercise_id = f"{chapter.__name__.rsplit('.', 1)[-1]}.chunk_step"
     with pytest.raises(ExerciseFailed, match="wrong value"):
-        exercises.CATALOG["ch11.chunk_step"].check(forgets_the_state)
+        exercises.CATALOG[exercise_id].check(forgets_the_state)
 
 
 def test_combine_in_the_wrong_order_is_rejected():
