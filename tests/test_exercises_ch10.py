@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lattn_edu import exercises
-from lattn_edu.exercises import ExerciseFailed, ch10
+from lattn_edu.exercises import ExerciseFailed
 
 CH10 = sorted(i for i in exercises.CATALOG if i.startswith("ch10."))
 
