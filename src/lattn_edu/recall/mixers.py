@@ -219,7 +219,9 @@ class SelectiveMixer(Mixer):
     """A mixer whose rule also reads per-token quantities (step sizes, decays) from x, and
     whose per-head outputs pass through an RMS norm, as in DeltaNet, GLA and Mamba-2.
 
-    Subclasses implement :meth:`mix_selective`.
+    What the published layers add beyond that is left out for every one of them alike, so
+    the lab compares write rules rather than extras: no swish output gate, and Mamba-2's
+    input is not scaled by its step size Δ. Subclasses implement :meth:`mix_selective`.
     """
 
     def __init__(self, d_model: int, num_heads: int, d_qk: int | None = None) -> None:
