@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import os
 import re
 import sys
 import tempfile
@@ -33,7 +34,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium, or the browser $LATTN_CHROMIUM names (as for the browser tests)
+CHROMIUM = Path(os.environ.get("LATTN_CHROMIUM", "/usr/bin/chromium"))
 # The flags that let Debian's chromium run headless on a closed network.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -12,6 +12,7 @@ so the README's build command still works on a machine without a browser.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
 TOOL = "tools/make_pdfs.py"
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium, or the browser $LATTN_CHROMIUM names (as for the browser tests)
+CHROMIUM = Path(os.environ.get("LATTN_CHROMIUM", "/usr/bin/chromium"))
 PDF_FOLDER = "pdf"
 BOOK_PDF = "lattn-edu-book.pdf"
 CHAPTER_FOLDER = "book/chapters/"
