@@ -76,7 +76,7 @@ def test_gated_delta_forgets_old_pairs():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: make_keys(0, 4), "p must be a positive integer"),
+    (lambda: make_keys(0, 4), "p must be a positive int"),
     (lambda: make_keys(3, 4, "sparse"), "kind must be one of"),
     (lambda: make_keys(3, 4, correlation=1.0), r"correlation must be a number in \[0.0, 1.0\)"),
     (lambda: write_memory(np.ones((3, 2)), np.ones((4, 2))), "same P"),

@@ -21,17 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import check_positive_int
+from .analysis import singular_values
 from .delta import delta_rule
 from .gated import gated_linear_attention
 
 RULES = ("additive", "delta", "gated delta")
 KEY_KINDS = ("orthogonal", "random")
-
-
-def _check_count(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
 
 
 def _check_fraction(value: float, name: str, low: float, high: float, closed_high: bool) -> float:
@@ -51,7 +47,7 @@ def make_keys(p: int, m: int, kind: str = "random", correlation: float = 0.0,
     directions. ``correlation`` ρ in [0, 1) mixes in one shared direction c before
     normalising, k_j ∝ √ρ c + √(1−ρ) b_j, so that the cosine of two keys is about ρ.
     """
-    p, m = _check_count(p, "p"), _check_count(m, "m")
+    p, m = check_positive_int(p, "p"), check_positive_int(m, "m")
     if kind not in KEY_KINDS:
         raise ValueError(f"kind must be one of {', '.join(map(repr, KEY_KINDS))}; got {kind!r}")
     correlation = _check_fraction(correlation, "correlation", 0.0, 1.0, closed_high=False)
@@ -69,7 +65,7 @@ def make_keys(p: int, m: int, kind: str = "random", correlation: float = 0.0,
 
 def make_values(p: int, d_v: int, seed: int = 0) -> np.ndarray:
     """P random unit-norm values: [P, d_v]."""
-    values = np.random.default_rng(seed).standard_normal((_check_count(p, "p"), _check_count(d_v, "d_v")))
+    values = np.random.default_rng(seed).standard_normal((check_positive_int(p, "p"), check_positive_int(d_v, "d_v")))
     return values / np.linalg.norm(values, axis=1, keepdims=True)
 
 
@@ -122,7 +118,7 @@ def crosstalk(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def state_singular_values(state: np.ndarray) -> np.ndarray:
     """Singular values of the state, largest first: [min(m, d_v)]."""
-    return np.linalg.svd(state, compute_uv=False)
+    return singular_values(state)
 
 
 def memory_errors(p: int, m: int, d_v: int, rule: str, kind: str = "random", correlation: float = 0.0,
