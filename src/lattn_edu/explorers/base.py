@@ -29,8 +29,10 @@ import io
 import itertools
 import json
 import sys
+from collections import OrderedDict
 from typing import Any
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -54,14 +56,96 @@ def figure_png(fig: Figure, dpi: int = STATIC_DPI) -> bytes:
     return buffer.getvalue()
 
 
-def canvas_png(canvas: FigureCanvasAgg) -> bytes:
-    """Draw the canvas and encode it as PNG with light compression: zlib's default level costs
+def rgba_png(canvas: FigureCanvasAgg) -> bytes:
+    """The canvas's current pixels as PNG with light compression: zlib's default level costs
     several times the encoding time of level 1 for a few per cent fewer bytes."""
-    canvas.draw()
     buffer = io.BytesIO()
     Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1
                      ).convert("RGB").save(buffer, format="png", compress_level=1)
     return buffer.getvalue()
+
+
+def moving_artists(fig: Figure) -> list[Artist]:
+    """What a new setting redraws, in drawing order: every axes' data (images, patches,
+    collections, lines, texts by z-order), its legend and titles, then the figure's texts.
+
+    Everything else (axes frames, ticks, tick labels, axis labels, grid) is decoration: most of
+    a full draw's cost, since it is mostly text, and usually the same from one setting to the next.
+    """
+    artists: list[Artist] = []
+    for ax in fig.axes:
+        data = [*ax.images, *ax.patches, *ax.collections, *ax.lines, *ax.texts]
+        artists += sorted(data, key=lambda artist: artist.get_zorder())
+        artists += [a for a in (ax.legend_, ax.title, ax._left_title, ax._right_title) if a is not None]
+    return artists + [*fig.texts, *fig.legends]
+
+
+def decoration_key(fig: Figure) -> str:
+    """A fingerprint of the decoration: equal keys draw the same background pixels.
+
+    Per axes: its box, limits, scales, aspect, labels, every tick position and tick label,
+    tick and grid settings and which spines show.
+    """
+    parts: list[Any] = [tuple(fig.get_size_inches()), fig.dpi]
+    for ax in fig.axes:
+        parts.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
+                      ax.get_yscale(), ax.get_aspect(), ax.axison, ax.get_xlabel(), ax.get_ylabel(),
+                      ax.get_facecolor(), [s.get_visible() for s in ax.spines.values()]))
+        for axis in (ax.xaxis, ax.yaxis):
+            for ticker in (axis.major, axis.minor):
+                locations = [float(x) for x in ticker.locator()]
+                parts.append((locations, ticker.formatter.format_ticks(locations)))
+            parts.append((sorted(axis._major_tick_kw.items()), sorted(axis._minor_tick_kw.items()),
+                          axis.get_label_position(), axis.get_ticks_position()))
+    return repr(parts)
+
+
+class LiveCanvas:
+    """One figure kept for the live widget, redrawn by blitting.
+
+    A picture whose decoration (``decoration_key``) has not been drawn yet is a full draw
+    with the moving artists left out; its pixels are kept as the background for that key
+    (the last BACKGROUNDS of them). A picture whose decoration has been drawn restores that
+    background and draws only the moving artists and the spines over it. The spines go last
+    so that images and bars do not cover the axes' frame, as in a full draw.
+    """
+
+    BACKGROUNDS = 8  # about 1.4 MB each at LIVE_DPI
+
+    def __init__(self, fig: Figure) -> None:
+        fig.set_dpi(LIVE_DPI)
+        fig.set_facecolor("white")
+        self.canvas = FigureCanvasAgg(fig)
+        fig.draw_without_rendering()  # the one constrained-layout pass
+        fig.set_layout_engine("none")  # later pictures keep these positions
+        self.figure = fig
+        self.backgrounds: OrderedDict[str, Any] = OrderedDict()
+        self.full_draws = 0  # how many pictures needed the whole figure drawn
+
+    def png(self, redraw_all: bool = False) -> bytes:
+        """PNG of the figure as it stands now; ``redraw_all`` draws the decoration again even
+        when its background is kept (tests compare the two paths)."""
+        fig = self.figure
+        moving = moving_artists(fig)
+        for artist in moving:
+            artist.set_animated(True)  # a full draw leaves them out
+        key = decoration_key(fig)
+        if key in self.backgrounds and not redraw_all:
+            self.backgrounds.move_to_end(key)
+            self.canvas.restore_region(self.backgrounds[key])
+        else:
+            self.canvas.draw()
+            self.backgrounds[key] = self.canvas.copy_from_bbox(fig.bbox)
+            if len(self.backgrounds) > self.BACKGROUNDS:
+                self.backgrounds.popitem(last=False)
+            self.full_draws += 1
+        renderer = self.canvas.get_renderer()
+        for artist in moving:
+            artist.draw(renderer)
+        for ax in fig.axes:
+            for spine in ax.spines.values():
+                spine.draw(renderer)
+        return rgba_png(self.canvas)
 
 
 def figure_axes(fig: Figure | None, figsize: tuple[float, float], columns: int = 1,
@@ -118,24 +202,18 @@ class Explorer:
     def live_png(self, **values: Any) -> bytes:
         """PNG of the picture for ``values`` for the live widget, at LIVE_DPI.
 
-        The first call builds the figure, lays it out once and keeps it with its canvas; later
-        calls draw on the same axes in place. A new figure, its axes and constrained layout
-        would be most of a redraw, and a persistent renderer keeps matplotlib's text layout
-        cache warm.
+        The first call builds the figure, lays it out once and keeps it (``LiveCanvas``); later
+        calls draw on the same axes in place, and where the axes' decoration is unchanged only
+        what moved is drawn again. A new figure, its axes and constrained layout would be most
+        of a redraw, and tick labels and axis labels most of the rest.
         """
         settings = self.settings(**values)
-        canvas = getattr(self, "_live_canvas", None)
-        if canvas is None:
-            fig = self.draw(None, **settings)
-            fig.set_dpi(LIVE_DPI)
-            fig.set_facecolor("white")
-            canvas = FigureCanvasAgg(fig)
-            fig.draw_without_rendering()  # the one constrained-layout pass
-            fig.set_layout_engine("none")  # later pictures keep these positions
-            self._live_canvas = canvas
+        live = getattr(self, "_live", None)
+        if live is None:
+            self._live = live = LiveCanvas(self.draw(None, **settings))
         else:
-            self.draw(canvas.figure, **settings)
-        return canvas_png(canvas)
+            self.draw(live.figure, **settings)
+        return live.png()
 
     def settings(self, **values: Any) -> dict[str, Any]:
         """The defaults updated with ``values``; unknown names get a ``ValueError``."""
