@@ -57,6 +57,6 @@ def test_seeded_and_the_title_reports_the_error():
     b = compute_feature_maps(64, "trigonometric", "orthogonal", pairs=50, seeds=4)
     np.testing.assert_array_equal(a["estimate"], b["estimate"])
     fig = plot_feature_maps(a)
-    assert f"RMS {a['relative_rms']:.3g}" in fig.axes[0].get_title()
+    assert f"RMS {a['relative_rms']:.3g}" in fig.get_suptitle()
     assert fig.axes[0].get_xscale() == fig.axes[0].get_yscale() == "log"
-    assert "Trigonometric features, orthogonal, m = 64" in fig.axes[0].get_title()
+    assert "Trigonometric features, orthogonal, m = 64" in fig.get_suptitle()

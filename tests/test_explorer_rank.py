@@ -38,8 +38,8 @@ def test_seeded_and_the_figure_shows_the_ranks():
         np.testing.assert_array_equal(a["spectra"][name], b["spectra"][name])
     fig = plot_rank(a)
     ax = fig.axes[0]
-    assert ax.get_yscale() == "log" and "ranks" in ax.get_title()
-    assert "FAVOR+ 4 (<= 4)" in ax.get_title()
+    assert ax.get_yscale() == "log" and "numerical ranks" in fig.get_suptitle()
+    assert "FAVOR+ 4 (<= 4)" in fig.get_suptitle()
     assert any(line.get_xdata()[0] == 4.5 for line in ax.get_lines())  # the line at m
 
 

@@ -39,7 +39,8 @@ def test_seeded_and_the_figure_names_token_and_difference():
     assert not np.array_equal(a["S"], compute_recurrence(4, 0)["S"])
     fig = plot_recurrence(a)
     titles = [ax.get_title() for ax in fig.axes]
-    assert "state S_4 [6×4] and z_4 [6]" in titles and any("row 4 of the parallel form" in t for t in titles)
+    assert "state S_i [6×4] and z_i [6]" in titles and any("row i of the parallel form" in t for t in titles)
+    assert fig.get_suptitle().startswith("i = 4: tokens 0…4 of 12 are in the state")
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert any(t.startswith("max |difference| = ") for t in texts)
     assert f"{a['S'][0, 0]:.1f}" in texts and f"{a['z'][5]:.1f}" in texts  # annotated cells

@@ -28,6 +28,7 @@ import html
 import io
 import itertools
 import json
+import math
 import sys
 from collections import OrderedDict
 from typing import Any
@@ -67,29 +68,34 @@ def rgba_png(canvas: FigureCanvasAgg) -> bytes:
 
 def moving_artists(fig: Figure) -> list[Artist]:
     """What a new setting redraws, in drawing order: every axes' data (images, patches,
-    collections, lines, texts by z-order), its legend and titles, then the figure's texts.
+    collections, lines, texts by z-order) and legend, then the figure's texts (the suptitle).
 
-    Everything else (axes frames, ticks, tick labels, axis labels, grid) is decoration: most of
-    a full draw's cost, since it is mostly text, and usually the same from one setting to the next.
+    Everything else is decoration: axes frames, ticks, tick labels, axis labels, titles and
+    grid. It is most of a full draw's cost, since it is mostly text, so an explorer keeps it
+    the same from one setting to the next where it can: numbers that change with the
+    settings belong in the suptitle or in a text on the axes, not in an axes title.
     """
     artists: list[Artist] = []
     for ax in fig.axes:
         data = [*ax.images, *ax.patches, *ax.collections, *ax.lines, *ax.texts]
         artists += sorted(data, key=lambda artist: artist.get_zorder())
-        artists += [a for a in (ax.legend_, ax.title, ax._left_title, ax._right_title) if a is not None]
+        if ax.legend_ is not None:
+            artists.append(ax.legend_)
     return artists + [*fig.texts, *fig.legends]
 
 
 def decoration_key(fig: Figure) -> str:
     """A fingerprint of the decoration: equal keys draw the same background pixels.
 
-    Per axes: its box, limits, scales, aspect, labels, every tick position and tick label,
-    tick and grid settings and which spines show.
+    Per axes: its box, limits, scales, aspect, titles, axis labels, every tick position and
+    tick label, tick and grid settings and which spines show.
     """
     parts: list[Any] = [tuple(fig.get_size_inches()), fig.dpi]
     for ax in fig.axes:
         parts.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
                       ax.get_yscale(), ax.get_aspect(), ax.axison, ax.get_xlabel(), ax.get_ylabel(),
+                      [(title.get_text(), title.get_fontsize(), title.get_color())
+                       for title in (ax.title, ax._left_title, ax._right_title)],
                       ax.get_facecolor(), [s.get_visible() for s in ax.spines.values()]))
         for axis in (ax.xaxis, ax.yaxis):
             for ticker in (axis.major, axis.minor):
@@ -110,7 +116,7 @@ class LiveCanvas:
     so that images and bars do not cover the axes' frame, as in a full draw.
     """
 
-    BACKGROUNDS = 8  # about 1.4 MB each at LIVE_DPI
+    BACKGROUNDS = 16  # about 1.4 MB each at LIVE_DPI
 
     def __init__(self, fig: Figure) -> None:
         fig.set_dpi(LIVE_DPI)
@@ -168,6 +174,20 @@ def figure_axes(fig: Figure | None, figsize: tuple[float, float], columns: int =
         ax.ignore_existing_data_limits = True
         ax.set_autoscale_on(True)
     return fig, list(fig.axes)
+
+
+def ladder_limit(value: float, steps: tuple[float, ...] = (1, 2, 2.5, 5)) -> float:
+    """The smallest of ``steps`` (numbers in [1, 10)) times a power of ten that is at least
+    ``value`` (> 0); fewer steps, fewer different limits.
+
+    An axis limit taken from this short ladder stays put while the data move a little, so
+    most slider moves keep the decoration, and the live widget its kept background; the
+    reader's eye keeps its scale too.
+    """
+    if not value > 0:
+        raise ValueError(f"value must be a positive number; got {value!r}")
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(step * power for step in (*steps, 10) if step * power >= value * (1 - 1e-12))
 
 
 def message_figure(text: str) -> Figure:

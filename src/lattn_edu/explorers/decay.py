@@ -55,7 +55,7 @@ def plot_decay(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     heat_ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
     ends = [0, n // 2, n - 1]
     heat_ax.set(xticks=ends, yticks=ends, xlabel="key j", ylabel="query i",
-                title=f"(QKᵀ)⊙D, γ = {gamma:g}: red q·k > 0, blue < 0")
+                title="(QKᵀ)⊙D: red q·k > 0, blue < 0")
     heat_ax.grid(False)
 
     distance, weights = result["distance"], result["weights"]
@@ -69,9 +69,10 @@ def plot_decay(result: dict[str, Any], fig: Figure | None = None) -> Figure:
             curve_ax.text(mark + 0.01 * n, 0.97, text, color=color, fontsize=9, va="top", in_layout=False)
     curve_ax.set(xlim=(-0.5, n - 0.5), ylim=(-0.03, 1.08), xticks=np.linspace(0, n, 5).astype(int)[:-1].tolist() + [n - 1],
                  yticks=[0, 0.5, 1], xlabel="distance t = i − j (tokens back)", ylabel="weight γ^t",
-                 title=f"how far back a token still counts: half-life {_tokens(half_life)}")
+                 title="how far back a token still counts")
     curve_ax.grid(alpha=0.3)
-    fig.suptitle(f"RetNet decay γ = {gamma:g}, N = {n}: a token t steps back is weighted γ^t", fontsize=11)
+    fig.suptitle(f"RetNet decay γ = {gamma:g}, N = {n}: a token t steps back is weighted γ^t, "
+                 f"half-life {_tokens(half_life)}", fontsize=11)
     return fig
 
 

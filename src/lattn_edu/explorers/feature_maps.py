@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from ..book import PALETTE
 from ..feature_maps import FavorPlus, TrigonometricFeatures, exp_kernel
 from ._ticks import plain_log_labels
-from .base import Explorer, ImpossibleSetting, figure_axes
+from .base import Explorer, ImpossibleSetting, figure_axes, ladder_limit
 
 HEAD_WIDTH = 16  # d
 PAIRS = 400  # (q, k) pairs in the scatter
@@ -87,7 +87,10 @@ def plot_feature_maps(result: dict[str, Any], fig: Figure | None = None) -> Figu
     exact, estimate = result["exact"], result["estimate"]
     color = PALETTE["blue"] if result["kind"] == "positive" else PALETTE["orange"]
     fig, (scatter, hist) = figure_axes(fig, (9.5, 4), 2, width_ratios=[1.1, 1])
-    low, high = exact.min() / 10, max(exact.max(), estimate.max()) * 2
+    # limits from the exact kernel (the same at every setting) and a whole decade above the
+    # largest estimate: the axes change only when an estimate crosses a decade
+    low = exact.min() / 10
+    high = 10.0 ** np.ceil(np.log10(max(exact.max(), estimate.max()) * 2))
     shown = estimate > low
     scatter.plot([low, high], [low, high], color="k", lw=1, ls="--", label="estimate = exact")
     scatter.plot(exact[shown], estimate[shown], "o", color=color, ms=3, alpha=0.5,
@@ -100,25 +103,27 @@ def plot_feature_maps(result: dict[str, Any], fig: Figure | None = None) -> Figu
                          ms=4, label=label)
     scatter.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high),
                 xlabel="exact exp(q·k)", ylabel="estimate φ(q)·φ(k)")
-    scatter.set_title(f"{result['kind'].capitalize()} features, {result['projection']}, m = {result['m']}\n"
-                      f"relative error over {exact.size} pairs: RMS {result['relative_rms']:.3g}, "
-                      f"median {result['relative_median']:.3g}", fontsize=10)
+    scatter.set_title(f"estimate against exact, {exact.size} pairs", fontsize=10)
     plain_log_labels(scatter.xaxis, scatter.yaxis)
     scatter.legend(loc="upper left", fontsize=8)
     draws, truth = result["pair_draws"], result["pair_exact"]
-    bins = np.linspace(min(draws.min(), truth * 0.5), max(draws.max(), truth * 1.5), 30)
+    half_width = ladder_limit(max(float(np.abs(draws - truth).max()), truth / 2))  # a short ladder of ranges
+    bins = np.linspace(truth - half_width, truth + half_width, 30)
     counts, _, _ = hist.hist(draws, bins=bins, color=color, alpha=0.75, histtype="stepfilled")
     stderr = draws.std(ddof=1) / np.sqrt(draws.size)
     hist.axvline(truth, color="k", lw=2)
     hist.axvline(draws.mean(), color=PALETTE["purple"], lw=2, ls="--")
     if bins[0] < 0:
         hist.axvspan(bins[0], 0, color=PALETTE["vermillion"], alpha=0.08, lw=0)
-        hist.text(bins[0], counts.max() * 1.3, " negative", color=PALETTE["vermillion"], fontsize=8, va="top")
+        hist.text(bins[0], 0.97, " negative", color=PALETTE["vermillion"], fontsize=8, va="top",
+                  transform=hist.get_xaxis_transform())
     hist.set(xlabel="estimate φ(q)·φ(k) for one typical pair", ylabel="number of draws",
-             ylim=(0, counts.max() * 1.4))
-    hist.set_title(f"One typical pair, {draws.size} draws of the features\n"
-                   f"exact {truth:.3f} (solid), mean {draws.mean():.3f} ± {stderr:.3f} (dashed)",
-                   fontsize=10)
+             ylim=(0, ladder_limit(counts.max() * 1.4)))
+    hist.set_title(f"one typical pair, {draws.size} draws of the features", fontsize=10)
+    fig.suptitle(f"{result['kind'].capitalize()} features, {result['projection']}, m = {result['m']}: "
+                 f"relative error over {exact.size} pairs RMS {result['relative_rms']:.3g}, "
+                 f"median {result['relative_median']:.3g}\none typical pair: exact {truth:.3f} (solid), "
+                 f"mean {draws.mean():.3f} ± {stderr:.3f} (dashed)", fontsize=10)
     return fig
 
 

@@ -36,18 +36,21 @@ def plot_kernels(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     Given ``fig``, a figure this function drew before, draws on its axes again in place.
     """
     fig, axes = figure_axes(fig, (9.5, 3.4), len(METHODS))
+    unit = (0, 1, 1, 0)  # every N on the same unit square: the axes stay put as N changes
     for ax, name in zip(axes, METHODS):
         weights = result["weights"][name]
         if result["negative"][name]:
             limit = float(np.abs(weights).max())
-            ax.imshow(weights, cmap="RdBu_r", vmin=-limit, vmax=limit)
+            ax.imshow(weights, cmap="RdBu_r", vmin=-limit, vmax=limit, extent=unit)
             detail = f"{result['negative'][name]:.0%} negative, |w| up to {limit:.1f}"
         else:
-            ax.imshow(weights, cmap="viridis", vmin=0)
+            ax.imshow(weights, cmap="viridis", vmin=0, extent=unit)
             detail = f"all >= 0, peak {weights.max():.2f}"
             if result["empty_rows"][name]:
                 detail += f", {result['empty_rows'][name]} empty rows"
-        ax.set_title(f"{name}\n{detail}", fontsize=9)
+        ax.set_title(name, fontsize=9, pad=16)  # room for the detail line below it
+        ax.text(0.5, 1.02, detail, transform=ax.transAxes, ha="center", va="bottom", fontsize=9,
+                in_layout=False)
         ax.set(xticks=[], yticks=[], xlabel="key j")
     fig.axes[0].set_ylabel("query i")
     fig.suptitle(f"N = {result['n']}, inputs scaled by {result['scale']}; each row sums to 1 "

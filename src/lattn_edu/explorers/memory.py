@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..book import PALETTE
 from ..memory import RULES, make_keys, make_values, retrieval_error, state_singular_values, write_memory
-from .base import Explorer
+from .base import Explorer, ladder_limit
 
 VALUE_WIDTH = 16  # d_v
 GATED_DECAY = 0.95  # the gated rule's decay a per step: a pair written 20 steps ago keeps 0.95^20 ≈ 0.36
@@ -61,6 +61,7 @@ def build_memory_figure() -> tuple[Figure, dict[str, Any]]:
                  ylabel="‖Sᵀk_i − v_i‖ / ‖v_i‖")
     error_ax.legend(loc="upper left", fontsize=8, ncol=3, frameon=False)
     value_ax.set(xlim=(0.5, VALUE_WIDTH + 0.5), xticks=(1, 4, 8, 12, 16), xlabel="index")
+    error_ax.set_title("retrieval error (dash-dot line: P = m)", fontsize=10)
     value_ax.set_title("singular values of S", fontsize=10)
     artists["capacity"] = error_ax.axvline(0, color="#777777", linewidth=1, linestyle="-.")
     artists["title"] = fig.suptitle("", fontsize=10)
@@ -71,7 +72,7 @@ def build_memory_figure() -> tuple[Figure, dict[str, Any]]:
 
 
 def update_memory_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
-    """Move every artist to ``result``: data, limits, the m marker and the title."""
+    """Move every artist to ``result``: data, limits, the m marker and the suptitle."""
     p, m = result["p"], result["m"]
     highest_error, highest_value = 1.0, 1.0
     for rule in RULES:
@@ -80,10 +81,10 @@ def update_memory_figure(artists: dict[str, Any], result: dict[str, Any]) -> Non
         artists["singular"][rule].set_data(np.arange(1, len(singular) + 1), singular)
         highest_error = max(highest_error, float(errors.max()))
         highest_value = max(highest_value, float(singular.max()))
-    artists["error_ax"].set_ylim(0, 1.3 * highest_error)  # headroom for the legend
-    artists["value_ax"].set_ylim(0, 1.1 * highest_value)
+    # limits from a coarse ladder (1, 3, 10, ...): most moves keep the axes, and the kept background
+    artists["error_ax"].set_ylim(0, ladder_limit(1.3 * highest_error, (1, 3)))  # headroom for the legend
+    artists["value_ax"].set_ylim(0, ladder_limit(1.1 * highest_value, (1, 3)))
     artists["capacity"].set_xdata([m, m])
-    artists["error_ax"].set_title(f"retrieval error (dash-dot line: P = m = {m})", fontsize=10)
     artists["title"].set_text(f"P = {p} pairs, m = {m}, d_v = {VALUE_WIDTH}, β = {result['beta']:g}, "
                               f"key correlation {result['correlation']:g}, gated a = {GATED_DECAY}")
 

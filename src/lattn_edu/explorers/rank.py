@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from ..analysis import effective_attention_matrix, numerical_rank, singular_values
 from ..book import PALETTE
@@ -20,6 +21,8 @@ from ._ticks import plain_log_labels
 from .base import Explorer, figure_axes
 
 HEAD_WIDTH = 16  # d: elu+1 has m = d = 16 features
+SIZES, FEATURES = (16, 32, 64, 128), (4, 8, 16, 32)  # the explorer's N and m
+INDEX_TICKS = (1, 2, 4, 8, 16, 32, 64, 128)
 FLOOR = 1e-18  # where exact zeros and rounding noise are drawn on the log axis
 
 
@@ -70,10 +73,13 @@ def plot_rank(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     ranks = ", ".join(f"{name.split(' ')[0]} {result['ranks'][name]}"
                       + ("" if name == "softmax" else f" (<= {result['caps'][name]})")
                       for name in result["ranks"])
-    ax.set(xlim=(0.5, n + 0.5), ylim=(FLOOR / 2, 3), yscale="log",
-           xlabel="index i of the singular value (largest first)", ylabel="σ_i / σ_1 (log scale)",
-           title=f"Singular spectra of the N×N attention matrix, N = {n}, d = {d}\n"
-                 f"numerical ranks: {ranks}")
+    # one index axis for every N (log scale): the axes stay put as N changes
+    ax.set(xscale="log", xlim=(0.8, 1.25 * max(SIZES)), ylim=(FLOOR / 2, 3), yscale="log",
+           xlabel="index i of the singular value (largest first, log scale)", ylabel="σ_i / σ_1 (log scale)",
+           title="Singular spectra of the N×N attention matrix")
+    ax.set_xticks(INDEX_TICKS, [str(i) for i in INDEX_TICKS])
+    ax.xaxis.set_minor_locator(NullLocator())
+    fig.suptitle(f"N = {n}, d = {d}; numerical ranks: {ranks}", fontsize=10)
     plain_log_labels(ax.yaxis)
     ax.legend(loc="center right", fontsize=9, title=note, title_fontsize=9)
     return fig
@@ -84,7 +90,7 @@ class RankExplorer(Explorer):
 
     name = "rank"
     title = "Rank of the attention matrix: linear attention's m cap vs softmax"
-    controls = {"n": (16, 32, 64, 128), "m": (4, 8, 16, 32)}
+    controls = {"n": SIZES, "m": FEATURES}
     defaults = {"n": 64, "m": 8}
     labels = {"n": "sequence length N", "m": "FAVOR+ features m"}
 

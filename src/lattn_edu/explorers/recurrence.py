@@ -73,7 +73,7 @@ def plot_recurrence(result: dict[str, Any], fig: Figure | None = None) -> Figure
     state_ax.set_yticks([])  # few tick labels: each one costs more to lay out than a cell's number
     state_ax.tick_params(length=0)
     state_ax.grid(False)
-    state_ax.set(title=f"state S_{i} [{m}×{d_v}] and z_{i} [{m}]", xlabel="value component",
+    state_ax.set(title=f"state S_i [{m}×{d_v}] and z_i [{m}]", xlabel="value component",
                  ylabel=f"feature 0 … {m - 1}")
 
     positions = np.arange(d_v)
@@ -84,10 +84,10 @@ def plot_recurrence(result: dict[str, Any], fig: Figure | None = None) -> Figure
     bound = 1.15 * float(np.abs(parallel).max())  # one scale for every i
     out_ax.yaxis.set_major_locator(MaxNLocator(4))
     out_ax.set(ylim=(-bound, bound), xticks=positions, xlabel="value component",
-               title=f"bars: o_{i} = φ(q_{i})ᵀS_{i} / φ(q_{i})ᵀz_{i}\ndashes: row {i} of the parallel form")
+               title="bars: o_i = φ(q_i)ᵀS_i / φ(q_i)ᵀz_i\ndashes: row i of the parallel form")
     out_ax.text(0.98, 0.03, f"max |difference| = {result['max_difference']:.1e}",
                 transform=out_ax.transAxes, ha="right", va="bottom", fontsize=9, in_layout=False)
-    fig.suptitle(f"Tokens 0…{i} of {n} are in the state: still {result['state_numbers']} numbers "
+    fig.suptitle(f"i = {i}: tokens 0…{i} of {n} are in the state, still {result['state_numbers']} numbers "
                  f"(seed {result['seed']})", fontsize=11)
     return fig
 

@@ -80,7 +80,21 @@ def compute_scaling(d: int, causal: bool, path: str | Path | None = None) -> dic
         "matrix_entries": np.array([row["matrix_entries"] for row in memory], dtype=float),
         "state_entries": np.array([row["state_entries"] for row in memory], dtype=float),
         "kv_cache_entries": np.array([row["kv_cache_entries"] for row in memory], dtype=float),
+        "extent": recorded_extent(record),
     }
+
+
+def recorded_extent(record: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """The smallest and largest N, milliseconds and memory entries over every run in the record:
+    axes that fit all of them stay put as d and causal change."""
+    sizes = [row["n"] for run in record["runs"] for m in ("softmax", "linear") for row in run[m]]
+    milliseconds = [row["median_s"] * 1e3 for run in record["runs"] for m in ("softmax", "linear")
+                    for row in run[m]]
+    memory = [row for rows in record["memory"].values() for row in rows]
+    entries = [row[key] for row in memory for key in ("matrix_entries", "state_entries")]
+    return {"n": (min(sizes), max(sizes)), "ms": (min(milliseconds), max(milliseconds)),
+            "memory_n": (min(row["n"] for row in memory), max(row["n"] for row in memory)),
+            "entries": (min(entries), max(entries))}
 
 
 def _log_ticks(axis: Any, low: float, high: float, powers_of_two: bool = False, step: int = 1) -> None:
@@ -119,12 +133,12 @@ def plot_scaling(result: dict[str, Any], fig: Figure | None = None) -> Figure:
                      transform=time_ax.transAxes, ha="right", fontsize=9)
     form = "causal" if result["causal"] else "non-causal"
     time_ax.set(xlabel="sequence length N", ylabel=f"ms per call, batch·heads {result['batch_heads']}",
-                title=f"time, d = {result['d']}, {form} (slopes for N ≥ {FIT_FROM})")
-    sizes = np.concatenate(list(result["sizes"].values()))
-    milliseconds = np.concatenate(list(result["seconds"].values())) * 1e3
-    _log_ticks(time_ax.xaxis, sizes.min(), sizes.max(), powers_of_two=True)
-    _log_ticks(time_ax.yaxis, milliseconds.min(), milliseconds.max(), step=2)
-    time_ax.set(xlim=(sizes.min() / 1.5, sizes.max() * 2), ylim=(milliseconds.min() / 2, milliseconds.max() * 20))
+                title=f"time per call (slopes for N ≥ {FIT_FROM})")
+    extent = result["extent"]
+    (n_low, n_high), (ms_low, ms_high) = extent["n"], extent["ms"]
+    _log_ticks(time_ax.xaxis, n_low, n_high, powers_of_two=True)
+    _log_ticks(time_ax.yaxis, ms_low, ms_high, step=2)
+    time_ax.set(xlim=(n_low / 1.5, n_high * 2), ylim=(ms_low / 2, ms_high * 20))
     time_ax.grid(alpha=0.3)
 
     n = result["memory_sizes"]
@@ -139,11 +153,13 @@ def plot_scaling(result: dict[str, Any], fig: Figure | None = None) -> Figure:
         memory_ax.text(x, y, text, color=color, fontsize=9, ha="right", va=va, in_layout=False)
     memory_ax.set(xlabel="sequence length N", ylabel="entries per head",
                   title="memory (la.attention_cost)")
-    _log_ticks(memory_ax.xaxis, n.min(), n.max(), powers_of_two=True)
-    _log_ticks(memory_ax.yaxis, state.min(), matrix.max(), step=2)
-    memory_ax.set_ylim(state.min() / 4, matrix.max() * 3)
+    (memory_low, memory_high), (entries_low, entries_high) = extent["memory_n"], extent["entries"]
+    _log_ticks(memory_ax.xaxis, memory_low, memory_high, powers_of_two=True)
+    _log_ticks(memory_ax.yaxis, entries_low, entries_high, step=2)
+    memory_ax.set_ylim(entries_low / 4, entries_high * 3)
     memory_ax.grid(alpha=0.3)
-    fig.suptitle(f"Recorded {result['recorded']} on {result['machine']}, not timed now", fontsize=10)
+    fig.suptitle(f"Recorded {result['recorded']} on {result['machine']}, not timed now; "
+                 f"d = {result['d']}, {form}", fontsize=10)
     return fig
 
 

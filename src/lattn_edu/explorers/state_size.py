@@ -13,6 +13,8 @@ from ._ticks import plain_log_labels
 from .base import Explorer, figure_axes
 
 BYTES_PER_ENTRY = 4  # float32
+SIZES, WIDTHS = (256, 1024, 4096, 16384, 100_000), (32, 64, 128)  # the explorer's N and d
+COUNT_RANGE = (1, max(SIZES) ** 2 * 1e4)  # one count axis for every N: room for the labels
 
 
 def compute_state_size(n: int, d: int) -> dict[str, Any]:
@@ -43,9 +45,10 @@ def plot_state_size(result: dict[str, Any], fig: Figure | None = None) -> Figure
     """
     n, d = result["n"], result["d"]
     fig, (square, bars) = figure_axes(fig, (9, 4), 2, width_ratios=[1, 1.3])
-    square.add_patch(Rectangle((0, 0), n, n, color=PALETTE["vermillion"], alpha=0.35, label=f"N×N = {n:,}²"))
-    square.add_patch(Rectangle((0, n - d), d, d, color=PALETTE["green"], label=f"state {d}×{d}"))
-    square.set(xlim=(0, n), ylim=(0, n), aspect="equal", xticks=[], yticks=[],
+    side = d / n  # the square has side 1 at every N, so its axes stay put
+    square.add_patch(Rectangle((0, 0), 1, 1, color=PALETTE["vermillion"], alpha=0.35, label=f"N×N = {n:,}²"))
+    square.add_patch(Rectangle((0, 1 - side), side, side, color=PALETTE["green"], label=f"state {d}×{d}"))
+    square.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", xticks=[], yticks=[],
                title="to scale: the state is the green corner")
     square.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=9, ncols=2, frameon=False)
     labels = ["N×N matrix", "KV cache", "state S"]
@@ -54,8 +57,9 @@ def plot_state_size(result: dict[str, Any], fig: Figure | None = None) -> Figure
     for y, count in enumerate(counts):
         bars.text(count, y, f"  {count:,}  ({_bytes(count * BYTES_PER_ENTRY)})", va="center", fontsize=9)
     plain_log_labels(bars.xaxis)
-    bars.set(xlim=(1, max(counts) * 1e4), xlabel="entries per head (log scale, float32 bytes)",
-             title=f"N = {n:,}, d = {d}: matrix / state = {result['ratio']:,.0f}×")
+    bars.set(xlim=COUNT_RANGE, xlabel="entries per head (log scale, float32 bytes)",
+             title="on a log scale: visible at any N")
+    fig.suptitle(f"N = {n:,}, d = {d}: the matrix is {result['ratio']:,.0f}× the state", fontsize=11)
     return fig
 
 
@@ -64,7 +68,7 @@ class StateSizeExplorer(Explorer):
 
     name = "state_size"
     title = "The N×N attention matrix vs the m×d_v state"
-    controls = {"n": (256, 1024, 4096, 16384, 100_000), "d": (32, 64, 128)}
+    controls = {"n": SIZES, "d": WIDTHS}
     defaults = {"n": 4096, "d": 64}
     labels = {"n": "sequence length N", "d": "head width d (= m = d_v)"}
 
