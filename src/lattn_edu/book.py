@@ -5,12 +5,16 @@
 - :func:`torch_device` picks CUDA when a GPU is there and says which device runs;
 - :func:`use_book_style` makes figures legible in the site's light and dark themes;
 - :func:`machine_summary` names the machine that measured a timing (from
-  :mod:`lattn_edu.machine`, the one description of the machine).
+  :mod:`lattn_edu.machine`, the one description of the machine);
+- :func:`relative_difference` and :func:`difference_text` compare two results of the
+  package and word the comparison for the prose.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from .machine import machine_summary  # noqa: F401  (chapters import it from here, with glue)
 
@@ -28,6 +32,26 @@ def glue(name: str, value: Any) -> None:
         print(f"{name} = {value}")
         return
     myst_glue(name, value, display=False)
+
+
+def relative_difference(a: Any, b: Any) -> float:
+    """‖a − b‖ / ‖b‖ over all entries (Frobenius norms): how far one result is from another.
+
+    a, b: arrays (or anything ``np.asarray`` takes) of one shape; b must not be all zeros.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have one shape; got {a.shape} and {b.shape}")
+    scale = float(np.linalg.norm(b))
+    if scale == 0:
+        raise ValueError("b is all zeros: a relative difference to it is undefined")
+    return float(np.linalg.norm(a - b)) / scale
+
+
+def difference_text(x: float) -> str:
+    """A difference for the prose: '0' when it is exactly zero, else two significant digits
+    in exponent form ('3.1e-16')."""
+    return "0" if x == 0 else f"{x:.1e}"
 
 
 def torch_device() -> str:
