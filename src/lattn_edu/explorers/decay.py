@@ -59,6 +59,10 @@ def plot_decay(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     heat_ax.grid(False)
 
     distance, weights = result["distance"], result["weights"]
+    # limits first: then adding artists triggers no autoscaling, most of their cost
+    curve_ax.set(xlim=(-0.5, n - 0.5), ylim=(-0.03, 1.08), xticks=np.linspace(0, n, 5).astype(int)[:-1].tolist() + [n - 1],
+                 yticks=[0, 0.5, 1], xlabel="distance t = i − j (tokens back)", ylabel="weight γ^t",
+                 title="how far back a token still counts")
     curve_ax.plot(distance, weights, marker="o", markersize=3 if n > 20 else 5, color=PALETTE["blue"])
     curve_ax.axhline(0.5, color="0.6", linestyle=":", linewidth=1)
     half_life, horizon = result["half_life"], result["horizon"]
@@ -67,9 +71,6 @@ def plot_decay(result: dict[str, Any], fig: Figure | None = None) -> Figure:
         if mark < n:
             curve_ax.axvline(mark, color=color, linestyle="--")
             curve_ax.text(mark + 0.01 * n, 0.97, text, color=color, fontsize=9, va="top", in_layout=False)
-    curve_ax.set(xlim=(-0.5, n - 0.5), ylim=(-0.03, 1.08), xticks=np.linspace(0, n, 5).astype(int)[:-1].tolist() + [n - 1],
-                 yticks=[0, 0.5, 1], xlabel="distance t = i − j (tokens back)", ylabel="weight γ^t",
-                 title="how far back a token still counts")
     curve_ax.grid(alpha=0.3)
     fig.suptitle(f"RetNet decay γ = {gamma:g}, N = {n}: a token t steps back is weighted γ^t, "
                  f"half-life {_tokens(half_life)}", fontsize=11)

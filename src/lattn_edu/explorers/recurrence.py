@@ -48,26 +48,20 @@ def compute_recurrence(i: int, seed: int, n: int = NUM_TOKENS, d: int = FEATURES
             "s_limit": largest, "z_limit": float(state.z.max()), "state_numbers": d * d_v + d}
 
 
-def _annotate(ax: Any, matrix: np.ndarray, columns: np.ndarray, fmt: str, limit: float) -> None:
-    for (row, col), value in np.ndenumerate(matrix):
-        ax.text(columns[col], row, format(value, fmt), ha="center", va="center", fontsize=8, in_layout=False,
-                color="white" if abs(value) > 0.6 * limit else "0.13")
+def build_recurrence_figure(m: int, d_v: int) -> tuple[Figure, dict[str, Any]]:
+    """The figure for an m×d_v state, with every artist in place and empty: two heatmaps and
+    their cell labels, the bars and dashes, the difference note and the suptitle.
 
-
-def plot_recurrence(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """Left: S_i and z_i side by side as annotated heatmaps on scales fixed over all i.
-    Right: o_i read from the state next to row i of the parallel form, with their difference.
-    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    The explorer keeps this figure and moves its artists (``update_recurrence_figure``):
+    making thirty cell labels anew for every token would cost more than drawing them.
     """
-    i, n, S, z, o, parallel = (result[key] for key in ("i", "n", "S", "z", "o", "parallel"))
-    m, d_v = S.shape
-    fig, (state_ax, out_ax) = figure_axes(fig, (10, 4), 2, width_ratios=[d_v + 2, 5])
-    limit, z_limit = result["s_limit"], result["z_limit"]
-    state_ax.imshow(S, cmap="RdBu_r", vmin=-limit, vmax=limit, extent=(-0.5, d_v - 0.5, m - 0.5, -0.5))
-    state_ax.imshow(z[:, None], cmap="Greens", vmin=0, vmax=1.5 * z_limit,
-                    extent=(d_v + 0.5, d_v + 1.5, m - 0.5, -0.5))  # one empty column between
-    _annotate(state_ax, S, np.arange(d_v), ".1f", limit)
-    _annotate(state_ax, z[:, None], np.array([d_v + 1]), ".1f", 1.5 * z_limit)
+    fig, (state_ax, out_ax) = figure_axes(None, (10, 4), 2, width_ratios=[d_v + 2, 5])
+    artists: dict[str, Any] = {"out_ax": out_ax}
+    artists["S"] = state_ax.imshow(np.zeros((m, d_v)), cmap="RdBu_r", extent=(-0.5, d_v - 0.5, m - 0.5, -0.5))
+    artists["z"] = state_ax.imshow(np.zeros((m, 1)), cmap="Greens",
+                                   extent=(d_v + 0.5, d_v + 1.5, m - 0.5, -0.5))  # one empty column between
+    artists["cells"] = [[state_ax.text(col, row, "", ha="center", va="center", fontsize=8, in_layout=False)
+                         for col in [*range(d_v), d_v + 1]] for row in range(m)]  # S's columns, then z
     state_ax.set_xlim(-0.5, d_v + 1.5)
     state_ax.set_xticks([*range(d_v), d_v + 1], [*map(str, range(d_v)), "z"])
     state_ax.set_yticks([])  # few tick labels: each one costs more to lay out than a cell's number
@@ -77,18 +71,51 @@ def plot_recurrence(result: dict[str, Any], fig: Figure | None = None) -> Figure
                  ylabel=f"feature 0 … {m - 1}")
 
     positions = np.arange(d_v)
-    out_ax.bar(positions, o, width=0.6, color=PALETTE["green"])
-    out_ax.plot(positions, parallel[i], linestyle="none", marker="_", markersize=34,
-                markeredgewidth=3, color="0.13")
+    artists["bars"] = out_ax.bar(positions, np.zeros(d_v), width=0.6, color=PALETTE["green"])
+    artists["dashes"], = out_ax.plot(positions, np.zeros(d_v), linestyle="none", marker="_", markersize=34,
+                                     markeredgewidth=3, color="0.13")
     out_ax.axhline(0, color="0.53", linewidth=0.8)
-    bound = 1.15 * float(np.abs(parallel).max())  # one scale for every i
     out_ax.yaxis.set_major_locator(MaxNLocator(4))
-    out_ax.set(ylim=(-bound, bound), xticks=positions, xlabel="value component",
+    out_ax.set(xticks=positions, xlabel="value component",
                title="bars: o_i = φ(q_i)ᵀS_i / φ(q_i)ᵀz_i\ndashes: row i of the parallel form")
-    out_ax.text(0.98, 0.03, f"max |difference| = {result['max_difference']:.1e}",
-                transform=out_ax.transAxes, ha="right", va="bottom", fontsize=9, in_layout=False)
-    fig.suptitle(f"i = {i}: tokens 0…{i} of {n} are in the state, still {result['state_numbers']} numbers "
-                 f"(seed {result['seed']})", fontsize=11)
+    artists["difference"] = out_ax.text(0.98, 0.03, "", transform=out_ax.transAxes, ha="right", va="bottom",
+                                        fontsize=9, in_layout=False)
+    artists["title"] = fig.suptitle("", fontsize=11)
+    return fig, artists
+
+
+def update_recurrence_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
+    """Move every artist to ``result``: S_i and z_i on scales fixed over all i, their labels,
+    o_i against row i of the parallel form, the difference and the suptitle."""
+    i, n, S, z, o, parallel = (result[key] for key in ("i", "n", "S", "z", "o", "parallel"))
+    limit, z_limit = result["s_limit"], 1.5 * result["z_limit"]
+    artists["S"].set_data(S)
+    artists["S"].set_clim(-limit, limit)
+    artists["z"].set_data(z[:, None])
+    artists["z"].set_clim(0, z_limit)
+    for row, labels in enumerate(artists["cells"]):
+        for label, value, scale in zip(labels, [*S[row], z[row]], [limit] * S.shape[1] + [z_limit]):
+            label.set_text(format(value, ".1f"))
+            label.set_color("white" if abs(value) > 0.6 * scale else "0.13")
+    for bar, height in zip(artists["bars"], o):
+        bar.set_height(height)
+    artists["dashes"].set_ydata(parallel[i])
+    bound = 1.15 * float(np.abs(parallel).max())  # one scale for every i
+    artists["out_ax"].set_ylim(-bound, bound)
+    artists["difference"].set_text(f"max |difference| = {result['max_difference']:.1e}")
+    artists["title"].set_text(f"i = {i}: tokens 0…{i} of {n} are in the state, still {result['state_numbers']} "
+                              f"numbers (seed {result['seed']})")
+
+
+def plot_recurrence(result: dict[str, Any], fig: Figure | None = None) -> Figure:
+    """Left: S_i and z_i side by side as annotated heatmaps on scales fixed over all i.
+    Right: o_i read from the state next to row i of the parallel form, with their difference.
+    Given ``fig``, a figure this function drew before, moves its artists instead.
+    """
+    if fig is None:
+        fig, artists = build_recurrence_figure(*result["S"].shape)
+        fig.recurrence_artists = artists  # the next plot on this figure moves them
+    update_recurrence_figure(fig.recurrence_artists, result)
     return fig
 
 

@@ -62,22 +62,25 @@ def plot_sharpness(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     keys = np.arange(1, n + 1)
     top = max(row.max() for row in result["rows"].values())  # every lane has this height
     lane = 1.45  # in units of top, so the axes stay put as s changes
+    # limits first: then adding artists triggers no autoscaling, most of their cost
+    lanes.set(xlim=(0.5, n + 0.5), ylim=(-0.05, len(names) * lane))
+    bars.set(ylim=(0, 1.2))
+    bases = [(len(names) - 1 - position) * lane for position in range(len(names))]  # first method on top
     for position, (name, color) in enumerate(zip(names, colors)):
         row = result["rows"][name]
         height = row / top  # [N]
-        base = (len(names) - 1 - position) * lane  # first method on top
+        base = bases[position]
         # a stem per key, drawn as one broken line: a collection of N segments costs far more
         stems = np.stack([np.full(n, base), base + height, np.full(n, np.nan)], axis=1).ravel()  # [3N]
         lanes.plot(np.repeat(keys, 3), stems, color=color, lw=max(1.0, 240 / n), solid_capstyle="butt")
         lanes.plot(keys[np.argmax(row)], base + height.max(), "o", color=color, ms=4)
-        lanes.axhline(base, color="0.6", lw=0.6)
-        lanes.axhline(base + 1 / (n * top), color="k", lw=0.8, ls=":")
         lanes.text(0.99, base + 1.38, f"{name}: entropy {row_entropy(row[None])[0]:.2f}, "
                    f"peak {row.max():.3f}", transform=lanes.get_yaxis_transform(), ha="right",
                    va="top", fontsize=9, color=color, fontweight="bold")
+    lanes.hlines(bases, 0.5, n + 0.5, color="0.6", lw=0.6)
+    lanes.hlines(np.add(bases, 1 / (n * top)), 0.5, n + 0.5, color="k", lw=0.8, ls=":")
     lanes.set_yticks([])  # the lanes' common height is in the suptitle
-    lanes.set(xlim=(0.5, n + 0.5), ylim=(-0.05, len(names) * lane),
-              xlabel="key (sorted by score q·k, best first; dotted: uniform 1/N)",
+    lanes.set(xlabel="key (sorted by score q·k, best first; dotted: uniform 1/N)",
               ylabel="weight (one lane per method)", title="One attention row")
     width = 0.8 / len(names)
     groups = {"entropy / log N": [result["entropy"][name] / np.log(n) for name in names],
@@ -93,7 +96,7 @@ def plot_sharpness(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     bars.axhline(1 / n, color="k", lw=0.8, ls=":")
     bars.set_xticks(np.arange(len(groups)), ["entropy / log N\n(labels: entropy in nats)",
                                              "peak weight"])
-    bars.set(ylim=(0, 1.2), yticks=[0, 0.25, 0.5, 0.75, 1.0],
+    bars.set(yticks=[0, 0.25, 0.5, 0.75, 1.0],
              title="Mean over all N rows\nuniform row: (1, 1/N); lookup: (0, 1)")
     fig.suptitle(f"N = {n}, query scale s = {scale:g}: row {result['query']}, each lane up to "
                  f"the tallest weight, {top:.2g}", fontsize=10)
