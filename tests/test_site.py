@@ -39,6 +39,9 @@ import pytest
 import yaml
 
 pytestmark = pytest.mark.slow
+# Chapter 10's page, with its explorers' frames, took over 30 s to settle on a 2-core machine
+# busy with a second test worker; a page that never loads still fails, later.
+PAGE_TIMEOUT_MS = 120_000
 
 ROOT = Path(__file__).resolve().parent.parent
 # The flags that let Debian's chromium run headless on a closed network.
@@ -111,6 +114,7 @@ def browser_context(chromium, site_url, tmp_path_factory):
         context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
             viewport={"width": 1280, "height": 900}, service_workers="block")
+        context.set_default_timeout(PAGE_TIMEOUT_MS)
         context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]|data:|blob:)"),
                       lambda route: route.abort("blockedbyclient"))
         yield context
@@ -157,7 +161,7 @@ def _open(context, url: str, mode: str):
     if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
         try:
             page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                   timeout=30_000)
+                                   timeout=PAGE_TIMEOUT_MS)
             page.evaluate("() => MathJax.startup.promise.then(() => true)")
         except Exception as error:  # noqa: BLE001 - reported with the page's other problems
             watch.errors.append(f"MathJax did not start: {str(error).splitlines()[0]}")
@@ -413,7 +417,7 @@ def test_search_finds_the_chapters_offline(browser_context, site_url):
     page, watch = _open(browser_context, site_url + "search.html?q=retention", "light")
     try:
         page.wait_for_function("() => document.querySelectorAll('#search-results li').length > 0",
-                               timeout=30_000)
+                               timeout=PAGE_TIMEOUT_MS)
         hits = page.eval_on_selector_all("#search-results li a", "links => links.map(a => a.getAttribute('href'))")
     finally:
         page.close()
