@@ -1,8 +1,10 @@
 """Shared test helpers: one closeness check for every comparison in the suite, the book built
-once per session, and the programs outside Python some tests run (installed when missing)."""
+once per session, the programs outside Python some tests run (installed when missing), and
+which tests share a test worker (pytest-xdist)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -60,6 +62,38 @@ def assert_close(actual, expected, rtol: float | None = None, what: str = "") ->
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261129)
+
+
+# ---- test workers (pytest-xdist, on by default: -n auto --dist loadgroup) ------------------
+
+# A test that uses one of these fixtures runs in the worker of its group, so that the book is
+# built (and its pages opened in chromium) once, and one process installs into the Colab-like
+# virtual environment. The fixtures are looked up in each test's full closure, so a test
+# that uses them through another fixture is grouped too.
+WORKER_GROUPS = {"book_build": "book", "chromium": "book", "colab": "colab"}
+# Past this many workers the book's group is the long pole and each further worker only
+# adds its own collection (torch, numba) and memory.
+MAX_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown where xdist is not installed
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """-n auto: one worker per core this process may run on (taskset, containers), at most MAX_WORKERS."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cores, MAX_WORKERS)
+
+
+def worker_group(fixturenames) -> str | None:
+    """The xdist group of a test that uses ``fixturenames``, or None where it may run anywhere."""
+    return next((group for fixture, group in WORKER_GROUPS.items() if fixture in fixturenames), None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = worker_group(getattr(item, "fixturenames", ()))
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 # ---- programs outside Python -------------------------------------------------------------
