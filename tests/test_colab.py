@@ -241,8 +241,13 @@ def execute(notebook: nbformat.NotebookNode, cwd: Path, kernel: str, work: Path)
     client = NotebookClient(notebook, km=manager, timeout=600, allow_errors=True,
                             resources={"metadata": {"path": str(cwd)}})
     start = time.perf_counter()
-    client.execute(cwd=str(cwd))
-    return time.perf_counter() - start
+    try:
+        client.execute(cwd=str(cwd))
+        return time.perf_counter() - start
+    finally:
+        # nbclient leaves a kernel it was handed running: without this, every notebook's
+        # kernel would stay alive (memory, a core's share) until the test session ends
+        manager.shutdown_kernel(now=True)
 
 
 def install_cell(requirement: str) -> nbformat.NotebookNode:
