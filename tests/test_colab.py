@@ -224,8 +224,11 @@ def write_kernelspecs(venv: Path, folder: Path) -> None:
     for name, argv in (("colab", kernel), ("colab-offline", ["unshare", "-n"] + kernel)):
         spec = folder / name
         spec.mkdir(parents=True, exist_ok=True)
+        # An empty PYTHONPATH: a checkout's src/ on this session's PYTHONPATH would let the
+        # kernel import lattn_edu without the first cell installing it.
         (spec / "kernel.json").write_text(json.dumps(
-            {"argv": argv, "display_name": name, "language": "python"}), encoding="utf-8")
+            {"argv": argv, "display_name": name, "language": "python", "env": {"PYTHONPATH": ""}}),
+            encoding="utf-8")
 
 
 def execute(notebook: nbformat.NotebookNode, cwd: Path, kernel: str, work: Path) -> float:
