@@ -1,8 +1,10 @@
 """Shared test helpers: one closeness check for every comparison in the suite, the book built
-once per session, and the programs outside Python some tests run (installed when missing)."""
+once per session, the programs outside Python some tests run (installed when missing), and
+which tests share a test worker (pytest-xdist)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -60,6 +62,50 @@ def assert_close(actual, expected, rtol: float | None = None, what: str = "") ->
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261129)
+
+
+# ---- test workers (pytest-xdist, on by default: -n auto --dist loadgroup) ------------------
+
+# A test that uses one of these fixtures runs in the worker of its group, so that the book is
+# built (and its pages opened in chromium) once, and one process installs into the Colab-like
+# virtual environment. The fixtures are looked up in each test's full closure, so a test
+# that uses them through another fixture is grouped too.
+WORKER_GROUPS = {"book_build": "book", "chromium": "book", "colab": "colab"}
+# The book's group (the build and the browser tests) takes over a third of the suite's time
+# in one process, so from three or four workers on it is the long pole: more workers only
+# add their own collection (torch, numba) and memory.
+MAX_WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown where xdist is not installed
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """-n auto: one worker per core this process may run on (its CPU affinity: taskset, a
+    container's cpuset; psutil's count of physical cores ignores it), at most MAX_WORKERS."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cores, MAX_WORKERS)
+
+
+def worker_group(fixturenames) -> str | None:
+    """The xdist group of a test that uses ``fixturenames``, or None where it may run anywhere."""
+    return next((group for fixture, group in WORKER_GROUPS.items() if fixture in fixturenames), None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    grouped = [(item, group) for item in items
+               if (group := worker_group(getattr(item, "fixturenames", ()))) is not None]
+    for item, group in grouped:
+        item.add_marker(pytest.mark.xdist_group(group))
+    yield  # xdist's own hook reads the marks here
+    # --dist loadgroup finds a test's group from the "@group" ending of its id. xdist 3.8 writes
+    # it to item._nodeid, which pytest 9.2 no longer reads (the id lives in item._id), so
+    # without this every group would be spread over the workers and the book built in each.
+    if getattr(config.option, "loadgroup", False):  # set in xdist's workers only
+        from _pytest.nodeid import NodeId
+
+        for item, group in grouped:
+            if not item.nodeid.endswith(f"@{group}"):
+                item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 # ---- programs outside Python -------------------------------------------------------------

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -223,8 +224,11 @@ def write_kernelspecs(venv: Path, folder: Path) -> None:
     for name, argv in (("colab", kernel), ("colab-offline", ["unshare", "-n"] + kernel)):
         spec = folder / name
         spec.mkdir(parents=True, exist_ok=True)
+        # An empty PYTHONPATH: a checkout's src/ on this session's PYTHONPATH would let the
+        # kernel import lattn_edu without the first cell installing it.
         (spec / "kernel.json").write_text(json.dumps(
-            {"argv": argv, "display_name": name, "language": "python"}), encoding="utf-8")
+            {"argv": argv, "display_name": name, "language": "python", "env": {"PYTHONPATH": ""}}),
+            encoding="utf-8")
 
 
 def execute(notebook: nbformat.NotebookNode, cwd: Path, kernel: str, work: Path) -> float:
@@ -240,8 +244,13 @@ def execute(notebook: nbformat.NotebookNode, cwd: Path, kernel: str, work: Path)
     client = NotebookClient(notebook, km=manager, timeout=600, allow_errors=True,
                             resources={"metadata": {"path": str(cwd)}})
     start = time.perf_counter()
-    client.execute(cwd=str(cwd))
-    return time.perf_counter() - start
+    try:
+        client.execute(cwd=str(cwd))
+        return time.perf_counter() - start
+    finally:
+        # nbclient leaves a kernel it was handed running: without this, every notebook's
+        # kernel would stay alive (memory, a core's share) until the test session ends
+        manager.shutdown_kernel(now=True)
 
 
 def install_cell(requirement: str) -> nbformat.NotebookNode:
@@ -297,6 +306,22 @@ def errors(notebook: nbformat.NotebookNode) -> list[str]:
             if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
 
 
+RUN_RECORD = ROOT / "_build" / "colab" / "run.json"
+
+
+def record_time(chapter: str, seconds: float) -> None:
+    """Add ``chapter``'s run to RUN_RECORD. A file lock and an atomic replace keep every
+    chapter's entry when other test processes (workers, another session) write it too."""
+    RUN_RECORD.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(RUN_RECORD.with_suffix(".lock")):
+        times = json.loads(RUN_RECORD.read_text(encoding="utf-8")) if RUN_RECORD.is_file() else {}
+        times[chapter] = {"seconds": round(seconds, 1), "cores": len(os.sched_getaffinity(0)),
+                          "date": time.strftime("%Y-%m-%d %H:%M")}
+        partial = RUN_RECORD.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        partial.replace(RUN_RECORD)
+
+
 @pytest.mark.slow
 def test_the_first_cell_fails_in_one_message_without_network(colab):
     outputs = [out for out in colab["failed"].cells[0].outputs if out.output_type == "error"]
@@ -324,12 +349,7 @@ def test_chapter_runs_offline_from_an_empty_folder(colab, path, tmp_path):
     shutil.copy(path, folder / path.name)
     notebook = nbformat.read(folder / path.name, as_version=4)
     seconds = execute(notebook, folder, "colab-offline", colab["work"])
-    record = ROOT / "_build" / "colab" / "run.json"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    times = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}
-    times[path.stem] = {"seconds": round(seconds, 1), "cores": len(os.sched_getaffinity(0)),
-                        "date": time.strftime("%Y-%m-%d %H:%M")}
-    record.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    record_time(path.stem, seconds)
     assert not errors(notebook), f"{path.name}: {errors(notebook)}"
     explorers = [cell for cell in notebook.cells if cell.cell_type == "code"
                  and "explorers.CATALOG[" in cell.source]

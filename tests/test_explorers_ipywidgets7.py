@@ -40,7 +40,8 @@ def test_explorer_suite_passes_under_ipywidgets_7(tmp_path_factory):
                              env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert version == COLAB_IPYWIDGETS
     tests = sorted(str(p) for p in (ROOT / "tests").glob("test_explorer*.py") if p.name != Path(__file__).name)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+    # -n 0: this test already has its worker; the child runs the explorer tests in one process
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *tests],
                          env=env, cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and " failed" not in run.stdout

@@ -5,9 +5,11 @@ apt-get and sudo are faked here: nothing is installed."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from types import SimpleNamespace
 
 import pytest
+from filelock import FileLock
 
 import conftest
 import system_packages
@@ -20,7 +22,8 @@ PDFTOPPM = Program("pdftoppm", ("poppler-utils",))
 class FakeMachine:
     """A Debian machine whose apt-get 'installs' a package by putting its program on PATH."""
 
-    def __init__(self, on_path=(), euid=0, sudo=None, fail=None, apt=True, installs=True, environ=None):
+    def __init__(self, on_path=(), euid=0, sudo=None, fail=None, apt=True, installs=True, environ=None,
+                 lock=system_packages.INSTALL_LOCK):
         self.on_path = {name: f"/usr/bin/{name}" for name in on_path}
         if apt:
             self.on_path["apt-get"] = "/usr/bin/apt-get"
@@ -32,7 +35,7 @@ class FakeMachine:
         self.commands: list[list[str]] = []
         self.said: list[str] = []
         self.system = system_packages.System(which=self.on_path.get, run=self.run, euid=lambda: euid,
-                                             environ=environ or {}, say=self.said.append)
+                                             environ=environ or {}, say=self.said.append, lock=lock)
 
     def run(self, command, **options):
         self.commands.append(list(command))
@@ -116,6 +119,24 @@ def test_a_failing_apt_is_reported_with_its_last_words(fail):
     assert f"apt-get -o DPkg::Lock::Timeout={system_packages.LOCK_TIMEOUT_S} {fail}" in message
     assert "(exit 100): E: Unable to locate package chromium" in message
     assert len(machine.apt_commands()) == (1 if fail == "update" else 2)  # stops at the failure
+
+
+def test_a_program_installed_by_a_neighbour_while_waiting_for_the_lock_is_not_installed_again(tmp_path):
+    """Two test workers both miss chromium: the one that waited for the other's install finds
+    it afterwards and runs no apt of its own."""
+    machine = FakeMachine(euid=0, lock=tmp_path / "apt.lock")
+    looked = threading.Event()
+    which = machine.system.which
+    machine.system.which = lambda name: looked.set() or which(name)
+    problems = {}
+    with FileLock(tmp_path / "apt.lock"):  # the neighbour installing
+        worker = threading.Thread(target=lambda: problems.update(system_packages.ensure([CHROMIUM], machine.system)))
+        worker.start()
+        assert looked.wait(timeout=60), "ensure never looked for chromium"
+        machine.on_path["chromium"] = "/usr/bin/chromium"
+    worker.join(timeout=60)
+    assert not worker.is_alive() and problems == {}
+    assert machine.apt_commands() == [] and machine.said == []
 
 
 def test_an_install_that_leaves_the_program_missing_is_reported():

@@ -5,7 +5,8 @@ The test command must work on a fresh Debian machine, so tests/conftest.py calls
 need. A program is found on PATH (or at the path an environment variable names); a missing
 one is installed with ``apt-get``, as root or through ``sudo -n`` (sudo that needs no
 password). Where neither works, or apt fails, ``ensure`` returns one message per program
-saying what to run instead.
+saying what to run instead. The test workers (pytest-xdist) each call ``ensure``: a file
+lock lets one of them install while the others wait and then find the program there.
 """
 
 from __future__ import annotations
@@ -13,12 +14,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from filelock import FileLock
 
 # apt waits this long for another apt or dpkg (an unattended upgrade, a neighbour's install)
 # to release its lock instead of failing at once.
 LOCK_TIMEOUT_S = 600
+# Held while ``ensure`` looks for missing programs and installs them: one install per machine
+# at a time, whichever test session or worker asks.
+INSTALL_LOCK = Path(tempfile.gettempdir()) / "lattn-edu-system-packages.lock"
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,7 @@ class System:
     euid: Callable[[], int] = getattr(os, "geteuid", lambda: -1)  # -1: not root (no geteuid on Windows)
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     say: Callable[[str], None] = print
+    lock: Path = INSTALL_LOCK
 
 
 def find(program: Program, system: System) -> str | None:
@@ -110,10 +119,14 @@ def ensure(programs: Iterable[Program], system: System | None = None) -> dict[st
                            f"{p.command}, or unset it to use Debian's {p.command}."
                 for p in programs if p.env and system.environ.get(p.env)
                 and not os.access(system.environ[p.env], os.X_OK)}
-    missing = [p for p in programs if find(p, system) is None]
-    if not missing:
+    if all(find(p, system) is not None for p in programs):
         return problems
-    reason = install(missing, system)
+    # mode 0o666: a later session of another user opens the same lock file
+    with FileLock(system.lock, mode=0o666):
+        missing = [p for p in programs if find(p, system) is None]  # again: a neighbour may have installed them
+        if not missing:
+            return problems
+        reason = install(missing, system)
     still = [p for p in missing if find(p, system) is None]
     if still:
         names = ", ".join(p.command for p in still)
