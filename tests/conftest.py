@@ -99,7 +99,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     yield  # xdist's own hook reads the marks here
     # --dist loadgroup finds a test's group from the "@group" ending of its id. xdist 3.8 writes
     # it to item._nodeid, which pytest 9.2 no longer reads (the id lives in item._id), so
-    # without this every group would be spread over the workers and the book built in each.
+    # without this every group would be spread over the workers and the book built in each
+    # (pytest-dev/pytest-xdist#1386; its fix, #1388, is not released). It does nothing where
+    # xdist's own renaming already took effect.
     if getattr(config.option, "loadgroup", False):  # set in xdist's workers only
         from _pytest.nodeid import NodeId
 
