@@ -13,7 +13,9 @@ and everything else comes from :class:`Explorer`:
 - ``render(**values) -> Figure``: pure; a new figure, the same values draw the same picture;
 - ``widget()``: core ipywidgets only (sliders, dropdowns, an Image, an HTML note), so it
   runs under ipywidgets 7.7 (Colab) and 8.x; each control change draws the new settings on
-  the live figure in place (``live_png``), well under 100 ms;
+  the live figure in place and blits them onto a kept background (``live_png``,
+  ``LiveCanvas``), so that a move costs little more than what moved
+  (``benchmarks/explorers.py`` measures it);
 - ``static_html()``: every grid point drawn ahead of time into one self-contained HTML
   snippet with range inputs and a few lines of inline JavaScript that swap the pictures:
   no kernel, no network, no other host;
@@ -184,7 +186,7 @@ def ladder_limit(value: float, steps: tuple[float, ...] = (1, 2, 2.5, 5)) -> flo
     most slider moves keep the decoration, and the live widget its kept background; the
     reader's eye keeps its scale too.
     """
-    if not value > 0:
+    if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"value must be a positive number; got {value!r}")
     power = 10.0 ** math.floor(math.log10(value))
     return next(step * power for step in (*steps, 10) if step * power >= value * (1 - 1e-12))
