@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from lattn_edu import explorers
-from lattn_edu.explorers.base import ImpossibleSetting, figure_png, moving_artists
+from lattn_edu.explorers.base import ImpossibleSetting, figure_png
 
 NAMES = sorted(explorers.CATALOG)
 
@@ -204,7 +204,8 @@ def test_a_kept_background_draws_what_a_full_draw_draws(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_a_blitted_picture_looks_like_a_plain_draw(name):
     """Against matplotlib drawing every artist in z-order, blitting may differ only where a
-    moving artist crosses a grid line or tick mark: at most 1 % of the pixels."""
+    moving artist crosses a grid line or a text: at most 0.1 % of the pixels (none, when
+    measured, but for a few in sharpness)."""
     explorer = explorers.CATALOG[name]()
     for values in one_control_moves(explorer)[:4]:
         try:
@@ -212,13 +213,12 @@ def test_a_blitted_picture_looks_like_a_plain_draw(name):
         except ImpossibleSetting:
             continue
         live = explorer._live
-        moving = moving_artists(live.figure)
-        for artist in moving:
+        for artist in live.figure.findobj():  # the moving artists and the spines
             artist.set_animated(False)
         live.canvas.draw()
         plain = np.asarray(live.canvas.buffer_rgba())[..., :3]
         differ = np.abs(picture.astype(int) - plain).max(axis=-1) > 24
-        assert differ.mean() < 0.01, f"{values}: {differ.mean():.2%} of the pixels differ"
+        assert differ.mean() < 0.001, f"{values}: {differ.mean():.3%} of the pixels differ"
 
 
 def test_live_pictures_keep_the_first_layout_and_still_change():

@@ -50,56 +50,85 @@ def compute_sharpness(n: int, scale: float, d: int = HEAD_WIDTH, m: int = FAVOR_
     }
 
 
-def plot_sharpness(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """Left: one row of each method over the keys (sorted by score). Right: the mean entropy
-    (as a fraction of log N, the uniform row's) and the mean peak weight of each method.
-    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+LANE = 1.45  # a lane's height, in units of the tallest weight: the lanes' axes stay put as s changes
+GROUPS = ("entropy / log N", "peak weight")  # the bar groups
+
+
+def build_sharpness_figure(names: list[str]) -> tuple[Figure, dict[str, Any]]:
+    """The figure for the methods ``names``, every artist in place and empty: per method a
+    lane (stems, peak marker, label, uniform line) and two bars with labels, plus the
+    bars' 1/N line and the suptitle. The explorer keeps it and moves the artists
+    (``update_sharpness_figure``): making them anew costs more than drawing them.
     """
+    fig, (lanes, bars) = figure_axes(None, (9.5, 4.2), 2, width_ratios=[1.5, 1])
+    bases = [(len(names) - 1 - position) * LANE for position in range(len(names))]  # first method on top
+    lanes.set(ylim=(-0.05, len(names) * LANE), yticks=[], ylabel="weight (one lane per method)",
+              xlabel="key (sorted by score q·k, best first; dotted: uniform 1/N)", title="One attention row")
+    bars.set(ylim=(0, 1.2), yticks=[0, 0.25, 0.5, 0.75, 1.0],
+             title="Mean over all N rows\nuniform row: (1, 1/N); lookup: (0, 1)")
+    width = 0.8 / len(names)
+    artists: dict[str, Any] = {"lanes_ax": lanes, "bases": bases, "methods": []}
+    for position, name in enumerate(names):
+        color = COLORS[name.split(" ")[0]]
+        base = bases[position]
+        method = {"name": name,
+                  # a stem per key, drawn as one broken line: a collection of N segments costs far more
+                  "stems": lanes.plot([], [], color=color, solid_capstyle="butt")[0],
+                  "peak": lanes.plot([], [], "o", color=color, ms=4)[0],
+                  "uniform": lanes.plot([], [], color="k", lw=0.8, ls=":")[0],
+                  "label": lanes.text(0.99, base + 1.38, "", transform=lanes.get_yaxis_transform(), ha="right",
+                                      va="top", fontsize=9, color=color, fontweight="bold")}
+        x = np.arange(len(GROUPS)) + (position - (len(names) - 1) / 2) * width
+        method["bars"] = bars.bar(x, np.zeros(len(GROUPS)), width, color=color, label=name)
+        method["bar_labels"] = [bars.text(xi, 0, "", ha="center", va="bottom", fontsize=8, color=color)
+                                for xi in x]
+        artists["methods"].append(method)
+    lanes.hlines(bases, 0, 1, transform=lanes.get_yaxis_transform(), color="0.6", lw=0.6)
+    bars.set_xticks(np.arange(len(GROUPS)), ["entropy / log N\n(labels: entropy in nats)", "peak weight"])
+    artists["bars_uniform"] = bars.axhline(0, color="k", lw=0.8, ls=":")
+    artists["title"] = fig.suptitle("", fontsize=10)
+    return fig, artists
+
+
+def update_sharpness_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
+    """Move every artist to ``result``: the rows in units of the tallest weight, the bars,
+    their labels, the 1/N lines, the key axis and the suptitle."""
     n, scale = result["n"], result["scale"]
-    names = list(result["rows"])
-    colors = [COLORS[name.split(" ")[0]] for name in names]
-    fig, (lanes, bars) = figure_axes(fig, (9.5, 4.2), 2, width_ratios=[1.5, 1])
     keys = np.arange(1, n + 1)
     top = max(row.max() for row in result["rows"].values())  # every lane has this height
-    lane = 1.45  # in units of top, so the axes stay put as s changes
-    # limits first: then adding artists triggers no autoscaling, most of their cost
-    lanes.set(xlim=(0.5, n + 0.5), ylim=(-0.05, len(names) * lane))
-    bars.set(ylim=(0, 1.2))
-    bases = [(len(names) - 1 - position) * lane for position in range(len(names))]  # first method on top
-    for position, (name, color) in enumerate(zip(names, colors)):
+    artists["lanes_ax"].set_xlim(0.5, n + 0.5)
+    for method, base in zip(artists["methods"], artists["bases"]):
+        name = method["name"]
         row = result["rows"][name]
         height = row / top  # [N]
-        base = bases[position]
-        # a stem per key, drawn as one broken line: a collection of N segments costs far more
         stems = np.stack([np.full(n, base), base + height, np.full(n, np.nan)], axis=1).ravel()  # [3N]
-        lanes.plot(np.repeat(keys, 3), stems, color=color, lw=max(1.0, 240 / n), solid_capstyle="butt")
-        lanes.plot(keys[np.argmax(row)], base + height.max(), "o", color=color, ms=4)
-        lanes.text(0.99, base + 1.38, f"{name}: entropy {row_entropy(row[None])[0]:.2f}, "
-                   f"peak {row.max():.3f}", transform=lanes.get_yaxis_transform(), ha="right",
-                   va="top", fontsize=9, color=color, fontweight="bold")
-    lanes.hlines(bases, 0.5, n + 0.5, color="0.6", lw=0.6)
-    lanes.hlines(np.add(bases, 1 / (n * top)), 0.5, n + 0.5, color="k", lw=0.8, ls=":")
-    lanes.set_yticks([])  # the lanes' common height is in the suptitle
-    lanes.set(xlabel="key (sorted by score q·k, best first; dotted: uniform 1/N)",
-              ylabel="weight (one lane per method)", title="One attention row")
-    width = 0.8 / len(names)
-    groups = {"entropy / log N": [result["entropy"][name] / np.log(n) for name in names],
-              "peak weight": [result["peak"][name] for name in names]}
-    for offset, (name, color) in enumerate(zip(names, colors)):
-        x = np.arange(len(groups)) + (offset - (len(names) - 1) / 2) * width
-        heights = [values[offset] for values in groups.values()]
-        bars.bar(x, heights, width, color=color, label=name)
+        method["stems"].set_data(np.repeat(keys, 3), stems)
+        method["stems"].set_linewidth(max(1.0, 240 / n))
+        method["peak"].set_data([keys[np.argmax(row)]], [base + height.max()])
+        method["uniform"].set_data([0.5, n + 0.5], [base + 1 / (n * top)] * 2)
+        method["label"].set_text(f"{name}: entropy {row_entropy(row[None])[0]:.2f}, peak {row.max():.3f}")
         short = name.split(" ")[0]  # the bars' colors match the lanes; the names say it too
-        for xi, height, text in zip(x, heights, (f"{short}\n{result['entropy'][name]:.2f}",
-                                                 f"{short}\n{result['peak'][name]:.3f}")):
-            bars.text(xi, height + 0.01, text, ha="center", va="bottom", fontsize=8, color=color)
-    bars.axhline(1 / n, color="k", lw=0.8, ls=":")
-    bars.set_xticks(np.arange(len(groups)), ["entropy / log N\n(labels: entropy in nats)",
-                                             "peak weight"])
-    bars.set(yticks=[0, 0.25, 0.5, 0.75, 1.0],
-             title="Mean over all N rows\nuniform row: (1, 1/N); lookup: (0, 1)")
-    fig.suptitle(f"N = {n}, query scale s = {scale:g}: row {result['query']}, each lane up to "
-                 f"the tallest weight, {top:.2g}", fontsize=10)
+        heights = (result["entropy"][name] / np.log(n), result["peak"][name])
+        texts = (f"{short}\n{result['entropy'][name]:.2f}", f"{short}\n{result['peak'][name]:.3f}")
+        for bar, label, height_, text in zip(method["bars"], method["bar_labels"], heights, texts):
+            bar.set_height(height_)
+            label.set_y(height_ + 0.01)
+            label.set_text(text)
+    artists["bars_uniform"].set_ydata([1 / n, 1 / n])
+    artists["title"].set_text(f"N = {n}, query scale s = {scale:g}: row {result['query']}, each lane up to "
+                              f"the tallest weight, {top:.2g}")
+
+
+def plot_sharpness(result: dict[str, Any], fig: Figure | None = None) -> Figure:
+    """Left: one row of each method over the keys sorted by score, in lanes on one scale.
+    Right: the mean row entropy (as a fraction of log N, the uniform row's) and the mean peak
+    weight of each method. Given ``fig``, a figure this function drew before, moves its
+    artists instead.
+    """
+    if fig is None:
+        fig, artists = build_sharpness_figure(list(result["rows"]))
+        fig.sharpness_artists = artists  # the next plot on this figure moves them
+    update_sharpness_figure(fig.sharpness_artists, result)
     return fig
 
 
