@@ -165,7 +165,9 @@ def _open(context, url: str, mode: str):
             page.evaluate("() => MathJax.startup.promise.then(() => true)")
         except Exception as error:  # noqa: BLE001 - reported with the page's other problems
             watch.errors.append(f"MathJax did not start: {str(error).splitlines()[0]}")
-    page.wait_for_load_state("networkidle")  # fonts MathJax asked for while typesetting
+    # the fonts MathJax asked for while typesetting; not "networkidle", which Playwright
+    # discourages and which here, now and then, never came on chapter 10's page
+    page.evaluate("() => document.fonts.ready.then(() => true)")
     return page, watch
 
 
