@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
+from lattn_edu.analysis import singular_values
 from lattn_edu.memory import (crosstalk, make_keys, make_values, memory_errors, read_memory,
-                              retrieval_error, state_singular_values, write_memory)
+                              retrieval_error, write_memory)
 
 
 @pytest.mark.parametrize("kind", ["orthogonal", "random"])
@@ -44,7 +45,7 @@ def test_past_m_the_additive_rule_must_err():
     # a rank-m state cannot map 2m generic keys to 2m generic values
     errors = memory_errors(26, 13, 9, "additive", "orthogonal", seed=2)
     assert errors.mean() > 0.3
-    assert state_singular_values(write_memory(make_keys(26, 13, seed=2), make_values(26, 9))).shape == (9,)
+    assert singular_values(write_memory(make_keys(26, 13, seed=2), make_values(26, 9))).shape == (9,)
 
 
 @pytest.mark.parametrize("rule", ["delta", "gated delta"])

@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_positive_int
-from .analysis import singular_values
 from .delta import delta_rule
 from .gated import gated_linear_attention
 
@@ -115,10 +114,6 @@ def crosstalk(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndar
     own = np.diag(gram)  # [P]
     return own[:, None] * values, (gram - np.diag(own)) @ values
 
-
-def state_singular_values(state: np.ndarray) -> np.ndarray:
-    """Singular values of the state, largest first: [min(m, d_v)]."""
-    return singular_values(state)
 
 
 def memory_errors(p: int, m: int, d_v: int, rule: str, kind: str = "random", correlation: float = 0.0,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -27,3 +27,10 @@ def plain_log_labels(*axes: Any) -> None:
     for axis in axes:
         axis.set_major_formatter(FuncFormatter(power_of_ten))
         axis.set_minor_locator(NullLocator())
+
+
+def fixed_ticks(axis: Any, ticks: Any, labels: list[str]) -> None:
+    """Ticks at ``ticks`` on ``axis``, labelled with the plain-text ``labels``, no minor ticks."""
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_ticklabels(labels)
+    axis.set_minor_locator(NullLocator())

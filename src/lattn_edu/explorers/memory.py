@@ -19,8 +19,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..analysis import singular_values
 from ..book import PALETTE
-from ..memory import RULES, make_keys, make_values, retrieval_error, state_singular_values, write_memory
+from ..memory import RULES, make_keys, make_values, retrieval_error, write_memory
 from .base import Explorer, ladder_limit
 
 VALUE_WIDTH = 16  # d_v
@@ -39,7 +40,7 @@ def compute_memory(p: int, m: int, beta: float = 1.0, correlation: float = 0.0,
     for rule in RULES:
         state = write_memory(keys, values, rule, beta, decay)  # [m, d_v]
         errors[rule] = retrieval_error(state, keys, values)
-        singular[rule] = state_singular_values(state)
+        singular[rule] = singular_values(state)  # [min(m, d_v)], largest first
     return {"p": p, "m": m, "beta": beta, "correlation": correlation, "errors": errors,
             "singular": singular}
 

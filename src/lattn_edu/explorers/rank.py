@@ -11,13 +11,12 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
 
 from ..analysis import effective_attention_matrix, numerical_rank, singular_values
 from ..book import PALETTE
 from ..feature_maps import FavorPlus
 from ..softmax import softmax_attention_weights
-from ._ticks import plain_log_labels
+from ._ticks import fixed_ticks, plain_log_labels
 from .base import Explorer, figure_axes
 
 HEAD_WIDTH = 16  # d: elu+1 has m = d = 16 features
@@ -77,8 +76,7 @@ def plot_rank(result: dict[str, Any], fig: Figure | None = None) -> Figure:
     ax.set(xscale="log", xlim=(0.8, 1.25 * max(SIZES)), ylim=(FLOOR / 2, 3), yscale="log",
            xlabel="index i of the singular value (largest first, log scale)", ylabel="σ_i / σ_1 (log scale)",
            title="Singular spectra of the N×N attention matrix")
-    ax.set_xticks(INDEX_TICKS, [str(i) for i in INDEX_TICKS])
-    ax.xaxis.set_minor_locator(NullLocator())
+    fixed_ticks(ax.xaxis, INDEX_TICKS, [str(i) for i in INDEX_TICKS])
     fig.suptitle(f"N = {n}, d = {d}; numerical ranks: {ranks}", fontsize=10)
     plain_log_labels(ax.yaxis)
     ax.legend(loc="center right", fontsize=9, title=note, title_fontsize=9)

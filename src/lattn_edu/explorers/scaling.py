@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, NullLocator
 
 from .. import records
 from ..book import PALETTE
 from ..timing import crossover_size, loglog_slope
-from ._ticks import power_of_ten
+from ._ticks import fixed_ticks, power_of_ten
 from .base import Explorer, figure_axes
 
 FIT_FROM = 512  # slopes are fitted for N >= this: below it fixed per-call costs dominate
@@ -106,9 +105,7 @@ def _log_ticks(axis: Any, low: float, high: float, powers_of_two: bool = False, 
     else:  # 10⁻¹, 10⁰, 10¹, ...
         ticks = [10.0**k for k in range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1, step)]
         labels = [power_of_ten(t) for t in ticks]
-    axis.set_major_locator(FixedLocator(ticks))
-    axis.set_ticklabels(labels)
-    axis.set_minor_locator(NullLocator())
+    fixed_ticks(axis, ticks, labels)
 
 
 def plot_scaling(result: dict[str, Any], fig: Figure | None = None) -> Figure:
