@@ -39,30 +39,29 @@ def compute_worked_example(q1: float, q2: float, v2_scale: float) -> dict[str, A
             "weights": weights, "o": state.read(phi_q)}
 
 
-def _grid(ax: Any, matrix: np.ndarray, left: float, cmap: str) -> None:
-    """An annotated heatmap whose first column sits at x = left."""
-    rows, cols = matrix.shape
-    ax.imshow(matrix, cmap=cmap, vmin=0, vmax=max(float(matrix.max()), 1.0) * 2,
-              extent=(left - 0.5, left + cols - 0.5, rows - 0.5, -0.5))
-    for (row, col), value in np.ndenumerate(matrix):
-        ax.text(left + col, row, f"{value:g}", ha="center", va="center", fontsize=14,
-                fontweight="bold", in_layout=False)
+V2_SCALES = (1, 2, 4)  # the slider's values of s: the plane's frame fits the largest
 
 
 def _number(x: float) -> str:
     return f"{x:.3g}"
 
 
-def plot_worked_example(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """S and z as annotated grids, the two token weights, and o on the segment from v_1 to v_2.
+def build_worked_example_figure() -> tuple[Figure, dict[str, Any]]:
+    """The figure with every artist in place and empty: the S and z grids with their cell
+    numbers, two weight bars with their fractions, the v₁–v₂ segment, o and the suptitle.
 
-    Few tick labels on purpose: each costs more to lay out than anything else in the picture.
-    Given ``fig``, a figure this function drew before, draws on its axes again in place.
+    The frame is the same at every setting (the plane fits the largest s), so a control
+    change only moves these artists (``update_worked_example_figure``). Few tick labels on
+    purpose: each costs more to lay out than anything else in the picture.
     """
-    phi_q, S, z, weights, o, values = (result[key] for key in ("phi_q", "S", "z", "weights", "o", "values"))
-    fig, (state_ax, weight_ax, plane_ax) = figure_axes(fig, (10.5, 3.8), 3, width_ratios=[3.2, 2.4, 3.2])
-    _grid(state_ax, S, 0, "Blues")
-    _grid(state_ax, z[:, None], 3, "Greens")  # z one column to the right of S, a gap between
+    fig, (state_ax, weight_ax, plane_ax) = figure_axes(None, (10.5, 3.8), 3, width_ratios=[3.2, 2.4, 3.2])
+    artists: dict[str, Any] = {}
+    for name, left, cols, cmap in (("S", 0, 2, "Blues"), ("z", 3, 1, "Greens")):  # z right of S, a gap between
+        artists[name] = state_ax.imshow(np.zeros((2, cols)), cmap=cmap,
+                                        extent=(left - 0.5, left + cols - 0.5, 1.5, -0.5))
+        artists[f"{name}_cells"] = [[state_ax.text(left + col, row, "", ha="center", va="center", fontsize=14,
+                                                   fontweight="bold", in_layout=False)
+                                     for col in range(cols)] for row in range(2)]
     state_ax.set_xlim(-0.5, 3.5)
     state_ax.set_xticks([0, 1, 3], ["S[:, 1]", "S[:, 2]", "z"])
     state_ax.set_yticks([0, 1], ["feature 1", "feature 2"])
@@ -70,31 +69,68 @@ def plot_worked_example(result: dict[str, Any], fig: Figure | None = None) -> Fi
     state_ax.grid(False)
     state_ax.set_title("S = φ(k₁)v₁ᵀ + φ(k₂)v₂ᵀ,  z = φ(k₁) + φ(k₂)", fontsize=10)
 
-    scores = phi_q @ result["phi_k"].T  # φ(q)·φ(k_j)
-    bars = weight_ax.bar([0, 1], weights, color=[PALETTE["vermillion"], PALETTE["blue"]])
-    for bar, score, weight in zip(bars, scores, weights):
-        weight_ax.text(bar.get_x() + bar.get_width() / 2, weight + 0.03,
-                       f"{_number(score)}/{_number(result['denominator'])}\n= {weight:.2f}",
-                       ha="center", va="bottom", fontsize=10, in_layout=False)
+    colors = [PALETTE["vermillion"], PALETTE["blue"]]
+    artists["bars"] = weight_ax.bar([0, 1], [0, 0], color=colors)
+    artists["bar_labels"] = [weight_ax.text(x, 0, "", ha="center", va="bottom", fontsize=10, in_layout=False)
+                             for x in (0, 1)]
     weight_ax.set(ylim=(0, 1.35), yticks=[], title="weights φ(q)·φ(kⱼ) / φ(q)ᵀz")
     weight_ax.set_xticks([0, 1], ["token 1", "token 2"])
 
-    v1, v2 = values
-    plane_ax.plot(*zip(v1, v2), color="0.6", linestyle="--", zorder=1)
-    plane_ax.scatter(*zip(v1, v2), s=60, color=[PALETTE["vermillion"], PALETTE["blue"]], zorder=2)
-    plane_ax.annotate("v₁", v1, xytext=(0, -18), textcoords="offset points", fontsize=11, ha="center")
-    plane_ax.annotate("v₂", v2, xytext=(-10, 0), textcoords="offset points", fontsize=11,
-                      ha="right", va="center")
-    plane_ax.scatter(*o, s=120, marker="*", color=PALETTE["green"], zorder=3)
-    plane_ax.annotate(f"o = [{o[0]:.2f}, {o[1]:.2f}]", o, xytext=(10, 8), textcoords="offset points",
-                      fontsize=10, color=PALETTE["green"], fontweight="bold")
-    top = max(float(v2[1]), 1.0)
-    plane_ax.set(xlim=(-0.4, 1.8), ylim=(-0.3 * top, 1.2 * top), xticks=[0, 1], yticks=[0, top],
+    artists["segment"], = plane_ax.plot([], [], color="0.6", linestyle="--", zorder=1)
+    artists["values"] = plane_ax.scatter([0, 0], [0, 0], s=60, color=colors, zorder=2)
+    plane_ax.annotate("v₁", (1, 0), xytext=(0, -18), textcoords="offset points", fontsize=11, ha="center")
+    artists["v2_label"] = plane_ax.annotate("v₂", (0, 0), xytext=(-10, 0), textcoords="offset points",
+                                            fontsize=11, ha="right", va="center")
+    artists["o"] = plane_ax.scatter([0], [0], s=120, marker="*", color=PALETTE["green"], zorder=3)
+    artists["o_label"] = plane_ax.annotate("", (0, 0), xytext=(10, 8), textcoords="offset points",
+                                           fontsize=10, color=PALETTE["green"], fontweight="bold")
+    top = max(V2_SCALES)
+    plane_ax.set(xlim=(-0.4, 1.8), ylim=(-0.3 * top, 1.2 * top), xticks=[0, 1], yticks=[0, *V2_SCALES],
                  xlabel="component 1", ylabel="component 2", title="o lies between v₁ and v₂")
     plane_ax.grid(alpha=0.3)
-    fig.suptitle(f"φ(q) = [{_number(phi_q[0])}, {_number(phi_q[1])}]:  o = φ(q)ᵀS / φ(q)ᵀz = "
-                 f"[{_number(result['numerator'][0])}, {_number(result['numerator'][1])}] / "
-                 f"{_number(result['denominator'])} = [{o[0]:.3g}, {o[1]:.3g}]", fontsize=12)
+    artists["title"] = fig.suptitle("", fontsize=12)
+    return fig, artists
+
+
+def _fill_grid(image: Any, cells: list[list[Any]], matrix: np.ndarray) -> None:
+    """An annotated heatmap: the colours on a scale of twice the largest entry (at least 2),
+    so the bold numbers stay readable on every cell."""
+    image.set_data(matrix)
+    image.set_clim(0, max(float(matrix.max()), 1.0) * 2)
+    for (row, col), value in np.ndenumerate(matrix):
+        cells[row][col].set_text(f"{value:g}")
+
+
+def update_worked_example_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
+    """Move every artist to ``result``: S and z, the weights and their fractions, v₂, o and
+    the suptitle."""
+    phi_q, weights, o, (v1, v2) = (result[key] for key in ("phi_q", "weights", "o", "values"))
+    _fill_grid(artists["S"], artists["S_cells"], result["S"])
+    _fill_grid(artists["z"], artists["z_cells"], result["z"][:, None])
+    scores = phi_q @ result["phi_k"].T  # φ(q)·φ(k_j)
+    for bar, label, score, weight in zip(artists["bars"], artists["bar_labels"], scores, weights):
+        bar.set_height(weight)
+        label.set_y(weight + 0.03)
+        label.set_text(f"{_number(score)}/{_number(result['denominator'])}\n= {weight:.2f}")
+    artists["segment"].set_data(*zip(v1, v2))
+    artists["values"].set_offsets([v1, v2])
+    artists["v2_label"].xy = tuple(v2)
+    artists["o"].set_offsets([o])
+    artists["o_label"].xy = tuple(o)
+    artists["o_label"].set_text(f"o = [{o[0]:.2f}, {o[1]:.2f}]")
+    artists["title"].set_text(f"φ(q) = [{_number(phi_q[0])}, {_number(phi_q[1])}]:  o = φ(q)ᵀS / φ(q)ᵀz = "
+                              f"[{_number(result['numerator'][0])}, {_number(result['numerator'][1])}] / "
+                              f"{_number(result['denominator'])} = [{o[0]:.3g}, {o[1]:.3g}]")
+
+
+def plot_worked_example(result: dict[str, Any], fig: Figure | None = None) -> Figure:
+    """S and z as annotated grids, the two token weights, and o on the segment from v₁ to v₂.
+    Given ``fig``, a figure this function drew before, moves its artists instead.
+    """
+    if fig is None:
+        fig, artists = build_worked_example_figure()
+        fig.worked_example_artists = artists  # the next plot on this figure moves them
+    update_worked_example_figure(fig.worked_example_artists, result)
     return fig
 
 
@@ -103,7 +139,7 @@ class WorkedExampleExplorer(Explorer):
 
     name = "worked_example"
     title = "The worked example: change φ(q) and v₂"
-    controls = {"q1": (0, 1, 3, 6), "q2": (0, 1, 3), "v2_scale": (1, 2, 4)}
+    controls = {"q1": (0, 1, 3, 6), "q2": (0, 1, 3), "v2_scale": V2_SCALES}
     defaults = {"q1": 3, "q2": 1, "v2_scale": 2}
     labels = {"q1": "φ(q), feature 1", "q2": "φ(q), feature 2", "v2_scale": "v₂ = [0, s], s"}
 
