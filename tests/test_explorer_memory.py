@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -41,7 +43,19 @@ def test_each_rule_has_a_second_cue_besides_colour():
     styles = list(STYLES.values())
     assert len({s[1] for s in styles}) == len({s[2] for s in styles}) == len(RULES)
     fig = plot_memory(compute_memory(8, 16))
-    assert [line.get_label() for line in fig.axes[0].get_lines()[:3]] == list(RULES)
+    assert [text.get_text() for text in fig.axes[1].get_legend().get_texts()] == list(RULES)
+
+
+def test_the_fixed_axes_hold_every_setting_of_the_grid():
+    """The axes never move (so the live widget never redraws them): every error and singular
+    value the sliders can reach lies inside both panels' limits."""
+    fig = MemoryExplorer().render()
+    (error_low, error_high), (value_low, value_high) = (ax.get_ylim() for ax in fig.axes)
+    for p, m, beta, correlation in itertools.product(*MemoryExplorer.controls.values()):
+        result = compute_memory(p, m, beta, correlation)
+        for rule in RULES:
+            assert error_low <= result["errors"][rule].min() <= result["errors"][rule].max() <= error_high
+            assert value_low <= result["singular"][rule].min() <= result["singular"][rule].max() <= value_high
 
 
 def test_defaults_and_bad_setting():

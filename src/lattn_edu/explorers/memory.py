@@ -17,18 +17,22 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from ..analysis import singular_values
 from ..book import PALETTE
 from ..memory import RULES, make_keys, make_values, retrieval_error, write_memory
-from .base import Explorer, ladder_limit
+from ._ticks import fixed_ticks
+from .base import Explorer
 
 VALUE_WIDTH = 16  # d_v
 GATED_DECAY = 0.95  # the gated rule's decay a per step: a pair written 20 steps ago keeps 0.95^20 ≈ 0.36
 MAX_PAIRS = 64  # the P axis is fixed at the largest P of the slider, so pictures line up
 STYLES = {"additive": (PALETTE["orange"], "-", "o"), "delta": (PALETTE["blue"], "--", "s"),
           "gated delta": (PALETTE["green"], ":", "^")}  # colour plus line style and marker
+# Both panels keep one y axis at every setting, so a control change never redraws the axes:
+# up to 8 (every setting of the grid stays below 7), on an asinh scale, linear below 1 and
+# compressed above, so that the common values (0 to 2) still fill half the height.
+Y_TICKS = (0, 0.5, 1, 2, 4, 8)
 
 
 def compute_memory(p: int, m: int, beta: float = 1.0, correlation: float = 0.0,
@@ -54,37 +58,34 @@ def build_memory_figure() -> tuple[Figure, dict[str, Any]]:
     for rule in RULES:
         colour, style, marker = STYLES[rule]
         artists["errors"][rule], = error_ax.plot([], [], color=colour, linestyle=style, marker=marker,
-                                                 markersize=3, label=rule)
+                                                 markersize=3)
         artists["singular"][rule], = value_ax.plot([], [], color=colour, linestyle=style, marker=marker,
-                                                   markersize=4)
+                                                   markersize=4, label=rule)
     # few, fixed ticks: text is most of a redraw's cost
     error_ax.set(xlim=(0, MAX_PAIRS + 1), xticks=(1, 16, 32, 48, 64), xlabel="pair i (in the order written)",
                  ylabel="‖Sᵀk_i − v_i‖ / ‖v_i‖")
-    error_ax.legend(loc="upper left", fontsize=8, ncol=3, frameon=False)
+    value_ax.legend(loc="upper right", fontsize=8, frameon=False)  # the corner small singular values leave free
     value_ax.set(xlim=(0.5, VALUE_WIDTH + 0.5), xticks=(1, 4, 8, 12, 16), xlabel="index")
+    for ax in (error_ax, value_ax):
+        ax.set_yscale("asinh", linear_width=1)
+        ax.set_ylim(0, Y_TICKS[-1])
+        fixed_ticks(ax.yaxis, Y_TICKS, [f"{tick:g}" for tick in Y_TICKS])
     error_ax.set_title("retrieval error (dash-dot line: P = m)", fontsize=10)
     value_ax.set_title("singular values of S", fontsize=10)
     artists["capacity"] = error_ax.axvline(0, color="#777777", linewidth=1, linestyle="-.")
     artists["title"] = fig.suptitle("", fontsize=10)
     for ax in (error_ax, value_ax):
         ax.grid(alpha=0.3)
-        ax.yaxis.set_major_locator(MaxNLocator(4))
     return fig, artists
 
 
 def update_memory_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
-    """Move every artist to ``result``: data, limits, the m marker and the suptitle."""
+    """Move every artist to ``result``: data, the m marker and the suptitle."""
     p, m = result["p"], result["m"]
-    highest_error, highest_value = 1.0, 1.0
     for rule in RULES:
-        errors, singular = result["errors"][rule], result["singular"][rule]
-        artists["errors"][rule].set_data(np.arange(1, p + 1), errors)
-        artists["singular"][rule].set_data(np.arange(1, len(singular) + 1), singular)
-        highest_error = max(highest_error, float(errors.max()))
-        highest_value = max(highest_value, float(singular.max()))
-    # limits from a coarse ladder (1, 3, 10, ...): most moves keep the axes, and the kept background
-    artists["error_ax"].set_ylim(0, ladder_limit(1.3 * highest_error, (1, 3)))  # headroom for the legend
-    artists["value_ax"].set_ylim(0, ladder_limit(1.1 * highest_value, (1, 3)))
+        artists["errors"][rule].set_data(np.arange(1, p + 1), result["errors"][rule])
+        artists["singular"][rule].set_data(np.arange(1, len(result["singular"][rule]) + 1),
+                                           result["singular"][rule])
     artists["capacity"].set_xdata([m, m])
     artists["title"].set_text(f"P = {p} pairs, m = {m}, d_v = {VALUE_WIDTH}, β = {result['beta']:g}, "
                               f"key correlation {result['correlation']:g}, gated a = {GATED_DECAY}")
