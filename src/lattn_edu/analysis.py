@@ -41,7 +41,7 @@ def effective_attention_matrix(q: Any, k: Any, feature_map: Any = "elu+1", causa
         rows = np.argwhere(denominator[..., 0] == 0)[:3].tolist()
         raise ValueError(f"a row of weights sums to 0 and eps=0 (rows {rows}...): its normalised "
                          f"weights are 0/0. Use eps > 0 or a positive feature map such as 'elu+1'.")
-    return weights / denominator
+    return np.divide(weights, denominator, out=weights if weights.dtype == denominator.dtype else None)
 
 
 def _check_matrix(a: Any, name: str) -> np.ndarray:
@@ -89,8 +89,10 @@ def _check_weights(weights: Any) -> np.ndarray:
 def row_entropy(weights: Any) -> np.ndarray:
     """Entropy -Σ_j A_ij log A_ij of each row, in nats: 0 for a one-hot row, log N for uniform."""
     weights = _check_weights(weights)
-    logs = np.log(np.where(weights > 0, weights, 1))  # 0·log 0 counts as 0
-    return -(weights * logs).sum(-1)
+    terms = np.zeros_like(weights)  # 0·log 0 counts as 0
+    np.log(weights, out=terms, where=weights > 0)
+    terms *= weights
+    return -terms.sum(-1)
 
 
 def peak_weight(weights: Any) -> np.ndarray:

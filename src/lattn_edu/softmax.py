@@ -50,12 +50,16 @@ def _weights(q: np.ndarray, k: np.ndarray, causal: bool, scale: float,
         raise TypeError("softmax attention takes numpy arrays; got torch.Tensor "
                         "(use torch.nn.functional.scaled_dot_product_attention for tensors)")
     _check_budget(q, k, max_matrix_bytes)
-    logits = (q @ k.swapaxes(-1, -2)) * q.dtype.type(scale)  # [..., N_q, N]
+    # one [..., N_q, N] buffer, worked on in place: a new matrix per step costs more than the
+    # arithmetic at the sizes the book uses (each is a fresh allocation the OS must map)
+    weights = q @ k.swapaxes(-1, -2)  # [..., N_q, N]: the logits, until exp
+    weights *= q.dtype.type(scale)
     if causal:
-        logits = np.where(np.tri(q.shape[-2], k.shape[-2], dtype=bool), logits, -np.inf)
-    logits -= logits.max(-1, keepdims=True)  # exp(x - max) never overflows; rows still sum to 1
-    weights = np.exp(logits)
-    return weights / weights.sum(-1, keepdims=True)
+        weights[..., ~np.tri(q.shape[-2], k.shape[-2], dtype=bool)] = -np.inf
+    weights -= weights.max(-1, keepdims=True)  # exp(x - max) never overflows; rows still sum to 1
+    np.exp(weights, out=weights)
+    weights /= weights.sum(-1, keepdims=True)
+    return weights
 
 
 def softmax_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
