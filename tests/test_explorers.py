@@ -283,3 +283,20 @@ def test_ladder_limit_refuses_what_has_no_rung():
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="value must be a positive number"):
             ladder_limit(bad)
+
+
+def test_explorers_compute_with_one_blas_thread_and_give_the_others_back():
+    """Small matrices gain nothing from a second BLAS thread and lose much on a busy machine:
+    inside one_blas_thread BLAS runs on one thread, and afterwards as many as before."""
+    from threadpoolctl import threadpool_info
+
+    from lattn_edu.explorers.base import one_blas_thread
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is not visible to threadpoolctl"
+    with one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before

@@ -40,11 +40,24 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
+from threadpoolctl import ThreadpoolController
 
 from ..book import PALETTE
 
 STATIC_DPI = 72  # frames of the static page: sharp enough to read, small enough to ship
 LIVE_DPI = 72  # the live widget's picture: the static frames' size, and a third fewer pixels to draw and encode than at 90
+
+
+_BLAS: list[ThreadpoolController] = []  # made on first use, once numpy's BLAS is loaded
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs on one thread. An explorer's matrices are small (N <= 512):
+    a second thread only adds its start and wait, and on a busy 2-core machine a spinning BLAS
+    thread made a 512×512 softmax several times slower (``benchmarks/explorers.py`` compares)."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 class ImpossibleSetting(ValueError):
@@ -230,10 +243,11 @@ class Explorer:
         """
         settings = self.settings(**values)
         live = getattr(self, "_live", None)
-        if live is None:
-            self._live = live = LiveCanvas(self.draw(None, **settings))
-        else:
-            self.draw(live.figure, **settings)
+        with one_blas_thread():
+            if live is None:
+                self._live = live = LiveCanvas(self.draw(None, **settings))
+            else:
+                self.draw(live.figure, **settings)
         return live.png()
 
     def settings(self, **values: Any) -> dict[str, Any]:

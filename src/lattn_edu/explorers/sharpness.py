@@ -35,19 +35,21 @@ def compute_sharpness(n: int, scale: float, d: int = HEAD_WIDTH, m: int = FAVOR_
     rng = np.random.default_rng(seed)
     q, k = rng.standard_normal((n, d)), rng.standard_normal((n, d))  # [N, d]
     favor = FavorPlus(d, m, orthogonal=True, seed=seed)
-    weights = {
-        "softmax": softmax_attention_weights(scale * q, k),
-        "elu+1": effective_attention_matrix(scale * q, k, feature_map="elu+1", eps=0.0),
-        f"FAVOR+ (m = {m})": effective_attention_matrix(scale * q * d**-0.25, k * d**-0.25,
-                                                        feature_map=favor, eps=0.0),
-    }  # [N, N] each, rows sum to 1
-    order = np.argsort(-(k @ q[query]), kind="stable")  # keys by score, best first
-    return {
-        "n": n, "scale": scale, "d": d, "m": m, "query": query,
-        "rows": {name: a[query, order] for name, a in weights.items()},
-        "entropy": {name: float(row_entropy(a).mean()) for name, a in weights.items()},
-        "peak": {name: float(peak_weight(a).mean()) for name, a in weights.items()},
+    weights = {  # each [N, N], rows sum to 1, built when its turn comes: one N×N matrix at a time
+        "softmax": lambda: softmax_attention_weights(scale * q, k),
+        "elu+1": lambda: effective_attention_matrix(scale * q, k, feature_map="elu+1", eps=0.0),
+        f"FAVOR+ (m = {m})": lambda: effective_attention_matrix(scale * q * d**-0.25, k * d**-0.25,
+                                                                feature_map=favor, eps=0.0),
     }
+    order = np.argsort(-(k @ q[query]), kind="stable")  # keys by score, best first
+    result: dict[str, Any] = {"n": n, "scale": scale, "d": d, "m": m, "query": query,
+                              "rows": {}, "entropy": {}, "peak": {}}
+    for name, build in weights.items():
+        a = build()
+        result["rows"][name] = a[query, order]
+        result["entropy"][name] = float(row_entropy(a).mean())
+        result["peak"][name] = float(peak_weight(a).mean())
+    return result
 
 
 LANE = 1.45  # a lane's height, in units of the tallest weight: the lanes' axes stay put as s changes
@@ -62,8 +64,11 @@ def build_sharpness_figure(names: list[str]) -> tuple[Figure, dict[str, Any]]:
     """
     fig, (lanes, bars) = figure_axes(None, (9.5, 4.2), 2, width_ratios=[1.5, 1])
     bases = [(len(names) - 1 - position) * LANE for position in range(len(names))]  # first method on top
-    lanes.set(ylim=(-0.05, len(names) * LANE), yticks=[], ylabel="weight (one lane per method)",
-              xlabel="key (sorted by score q·k, best first; dotted: uniform 1/N)", title="One attention row")
+    # keys at their rank / N, so the axis is the same for every N and a change of N only
+    # moves the artists
+    lanes.set(xlim=(0, 1), xticks=[0, 0.25, 0.5, 0.75, 1], ylim=(-0.05, len(names) * LANE), yticks=[],
+              ylabel="weight (one lane per method)", title="One attention row",
+              xlabel="key rank / N (keys sorted by score q·k, best first; dotted: uniform 1/N)")
     bars.set(ylim=(0, 1.2), yticks=[0, 0.25, 0.5, 0.75, 1.0],
              title="Mean over all N rows\nuniform row: (1, 1/N); lookup: (0, 1)")
     width = 0.8 / len(names)
@@ -92,11 +97,10 @@ def build_sharpness_figure(names: list[str]) -> tuple[Figure, dict[str, Any]]:
 
 def update_sharpness_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
     """Move every artist to ``result``: the rows in units of the tallest weight, the bars,
-    their labels, the 1/N lines, the key axis and the suptitle."""
+    their labels, the 1/N lines and the suptitle."""
     n, scale = result["n"], result["scale"]
-    keys = np.arange(1, n + 1)
+    keys = (np.arange(n) + 0.5) / n  # [N]: rank / N, the middle of each key's slot
     top = max(row.max() for row in result["rows"].values())  # every lane has this height
-    artists["lanes_ax"].set_xlim(0.5, n + 0.5)
     for method, base in zip(artists["methods"], artists["bases"]):
         name = method["name"]
         row = result["rows"][name]
@@ -105,7 +109,7 @@ def update_sharpness_figure(artists: dict[str, Any], result: dict[str, Any]) -> 
         method["stems"].set_data(np.repeat(keys, 3), stems)
         method["stems"].set_linewidth(max(1.0, 240 / n))
         method["peak"].set_data([keys[np.argmax(row)]], [base + height.max()])
-        method["uniform"].set_data([0.5, n + 0.5], [base + 1 / (n * top)] * 2)
+        method["uniform"].set_data([0, 1], [base + 1 / (n * top)] * 2)
         method["label"].set_text(f"{name}: entropy {row_entropy(row[None])[0]:.2f}, peak {row.max():.3f}")
         short = name.split(" ")[0]  # the bars' colors match the lanes; the names say it too
         heights = (result["entropy"][name] / np.log(n), result["peak"][name])
@@ -120,7 +124,7 @@ def update_sharpness_figure(artists: dict[str, Any], result: dict[str, Any]) -> 
 
 
 def plot_sharpness(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """Left: one row of each method over the keys sorted by score, in lanes on one scale.
+    """Left: one row of each method over the keys sorted by score (at rank / N), in lanes on one scale.
     Right: the mean row entropy (as a fraction of log N, the uniform row's) and the mean peak
     weight of each method. Given ``fig``, a figure this function drew before, moves its
     artists instead.
