@@ -300,3 +300,34 @@ def test_explorers_compute_with_one_blas_thread_and_give_the_others_back():
     with one_blas_thread():
         assert blas_threads() == [1] * len(before)
     assert blas_threads() == before
+
+
+def test_kept_text_bitmaps_draw_the_pixels_agg_draws():
+    """keep_text_bitmaps rasterises each string once and blends it in again later: the
+    picture, drawn first and drawn again from the kept bitmaps, is Agg's own, pixel for pixel
+    (rotated, multi-line, bold, small and large text at positions between pixels)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from lattn_edu.explorers.base import keep_text_bitmaps
+
+    def picture(keep: bool, times: int) -> np.ndarray:
+        fig = Figure(figsize=(4.3, 2.9), dpi=72)
+        ax = fig.add_subplot()
+        ax.set_title("one attention row", fontsize=10)
+        rng = np.random.default_rng(5)
+        for index, (x, y) in enumerate(rng.uniform(0.05, 0.95, (13, 2))):
+            ax.text(x, y, f"{x:.3f}\nrow {index}" if index % 3 else f"{y:.2f}", fontsize=7 + index % 5,
+                    rotation=(0, 90, 33)[index % 3], fontweight="bold" if index % 2 else "normal",
+                    ha=("left", "center", "right")[index % 3])
+        fig.suptitle("N = 513, s = 0.25: φ(q)ᵀS / φ(q)ᵀz")
+        canvas = FigureCanvasAgg(fig)
+        if keep:
+            keep_text_bitmaps(canvas.get_renderer())
+        for _ in range(times):
+            canvas.draw()
+        return np.asarray(canvas.buffer_rgba()).copy()
+
+    agg = picture(keep=False, times=1)
+    assert np.array_equal(picture(keep=True, times=1), agg)
+    assert np.array_equal(picture(keep=True, times=2), agg)

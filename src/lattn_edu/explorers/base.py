@@ -35,9 +35,11 @@ import sys
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.font_manager import FontProperties
 from matplotlib.figure import Figure
 from PIL import Image
 from threadpoolctl import ThreadpoolController
@@ -121,6 +123,47 @@ def decoration_key(fig: Figure) -> str:
     return repr(parts)
 
 
+def _font_key(prop: FontProperties) -> tuple:
+    """What of a font's properties decides its glyphs (FontProperties' own hash inputs)."""
+    return (tuple(prop.get_family()), prop.get_slant(), prop.get_variant(), prop.get_weight(),
+            prop.get_stretch(), prop.get_size_in_points(), prop.get_file())
+
+
+def keep_text_bitmaps(renderer: RendererAgg, limit: int = 2048) -> None:
+    """Let ``renderer`` keep each string's rasterised glyphs and blend them in again later.
+
+    Agg draws a text line in two steps: FreeType rasterises the string into a bitmap that
+    depends only on the string, font, size, dpi and antialiasing; then the bitmap is blended
+    in at a whole-pixel position. Text is most of what a live picture draws, and most strings
+    (cell numbers, labels) come back from one picture to the next, so the first step is
+    kept for the last ``limit`` strings. Same pixels (tests compare); mathtext is left alone.
+    """
+    rasterise_and_draw = renderer.draw_text
+    bitmaps: OrderedDict[tuple, tuple] = OrderedDict()
+
+    def draw_text(gc: Any, x: float, y: float, s: str, prop: FontProperties, angle: float,
+                  ismath: Any = False, mtext: Any = None) -> None:
+        if ismath:
+            return rasterise_and_draw(gc, x, y, s, prop, angle, ismath, mtext)
+        key = (s, _font_key(prop), renderer.dpi, gc.get_antialiased())
+        if key in bitmaps:
+            bitmaps.move_to_end(key)
+        else:  # as RendererAgg.draw_text does, keeping the bitmap and its offsets
+            font = renderer._prepare_font(prop)
+            font.set_text(s, 0, flags=get_hinting_flag())
+            font.draw_glyphs_to_bitmap(antialiased=gc.get_antialiased())
+            x_offset, y_offset = font.get_bitmap_offset()
+            bitmaps[key] = (np.array(font), x_offset / 64, y_offset / 64, font.get_descent() / 64)
+            if len(bitmaps) > limit:
+                bitmaps.popitem(last=False)
+        bitmap, x_offset, y_offset, descent = bitmaps[key]
+        x = round(x + x_offset + descent * math.sin(math.radians(angle)))
+        y = round(y + y_offset + descent * math.cos(math.radians(angle)))
+        renderer._renderer.draw_text_image(bitmap, x, y + 1, angle, gc)
+
+    renderer.draw_text = draw_text
+
+
 class LiveCanvas:
     """One figure kept for the live widget, redrawn by blitting.
 
@@ -138,6 +181,7 @@ class LiveCanvas:
         fig.set_dpi(LIVE_DPI)
         fig.set_facecolor("white")
         self.canvas = FigureCanvasAgg(fig)
+        keep_text_bitmaps(self.canvas.get_renderer())  # the figure's size is fixed: one renderer
         fig.draw_without_rendering()  # the one constrained-layout pass
         fig.set_layout_engine("none")  # later pictures keep these positions
         self.figure = fig
