@@ -124,7 +124,7 @@ def test_estimates_off_the_axes_are_on_its_edges_and_counted():
     assert low < np.min(points.get_ydata()) and np.max(points.get_ydata()) <= high
     assert len(negative.get_xdata()) == np.sum(result["estimate"] <= 0) > 0
     assert len(below.get_xdata()) > 0 and np.all(np.concatenate([negative.get_ydata(), below.get_ydata()]) < 2 * low)
-    assert [t.get_text() for t in scatter.texts] == [f"{result['negative_fraction']:.0%} of the estimates ≤ 0"]
+    assert [t.get_text() for t in scatter.texts] == [f"{len(negative.get_xdata())} of 201 estimates ≤ 0"]
     histogram_shows(fig, result)
 
 

@@ -125,7 +125,7 @@ def build_feature_maps_figure(pairs: int, seeds: int) -> tuple[Figure, dict[str,
     artists["above"], = scatter.plot([], [], "^", ms=4)
     artists["below"], = scatter.plot([], [], "v", ms=4)
     artists["negative"], = scatter.plot([], [], "v", ms=4, color=PALETTE["vermillion"])
-    artists["negative_share"] = scatter.text(0.98, 0.07, "", transform=scatter.transAxes, ha="right",
+    artists["negative_count"] = scatter.text(0.98, 0.07, "", transform=scatter.transAxes, ha="right",
                                              va="bottom", fontsize=9, color=PALETTE["vermillion"],
                                              in_layout=False)
     scatter.set(xscale="log", yscale="log", xlim=SCATTER_LIMITS, ylim=SCATTER_LIMITS,
@@ -156,7 +156,7 @@ def build_feature_maps_figure(pairs: int, seeds: int) -> tuple[Figure, dict[str,
 
 
 def update_feature_maps_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
-    """Move every artist to ``result``: the points, the edge markers and the share of
+    """Move every artist to ``result``: the points, the edge markers and the count of
     estimates ≤ 0, the histogram, its mean and the count of draws off its axis, and the
     suptitle."""
     exact, estimate = result["exact"], result["estimate"]
@@ -170,8 +170,8 @@ def update_feature_maps_figure(artists: dict[str, Any], result: dict[str, Any]) 
         artists[name].set_data(exact[mask], np.full(mask.sum(), edge))
     for name in ("points", "above", "below"):
         artists[name].set_color(color)
-    share = result["negative_fraction"]
-    artists["negative_share"].set_text(f"{share:.0%} of the estimates ≤ 0" if share else "")
+    negatives = int(np.sum(estimate <= 0))
+    artists["negative_count"].set_text(f"{negatives} of {estimate.size} estimates ≤ 0" if negatives else "")
 
     draws, truth = result["pair_draws"], result["pair_exact"]
     counts, _ = np.histogram(draws / truth, RATIO_EDGES)
