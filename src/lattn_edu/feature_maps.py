@@ -157,6 +157,10 @@ class _RandomFeatures:
         ----------
         projection : array [num_projections, d]
             Finite float directions; kept as given (not copied), so it must not change.
+
+        Returns
+        -------
+        The map (of this class) with ``projection`` as its directions, d = its columns.
         """
         if is_torch_tensor(projection):  # the maps convert it to each input's type themselves
             raise TypeError("projection must be a numpy array; got a torch tensor")
