@@ -33,9 +33,12 @@ SCATTER_LIMITS = (1e-2, 1e2)
 RATIO_EDGES = np.linspace(-1, 3, 41)  # histogram bins of estimate / exact, 0.1 wide
 
 
-def _pairs(count: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """q, k [count, d]: norms uniform in NORMS, cosine of their angle uniform in [-0.95, 0.95]
-    (random pairs in d = 16 would all be nearly orthogonal and show only one regime)."""
+@lru_cache(maxsize=4)
+def _pairs(count: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q, k [count, d] and exp(q_p·k_p) [count], read-only and kept (every setting uses them):
+    norms uniform in NORMS, cosine of their angle uniform in [-0.95, 0.95] (random pairs in
+    d = 16 would all be nearly orthogonal and show only one regime)."""
+    rng = np.random.default_rng(seed)
     q_dir = rng.standard_normal((count, d))
     q_dir /= np.linalg.norm(q_dir, axis=1, keepdims=True)
     other = rng.standard_normal((count, d))
@@ -44,10 +47,14 @@ def _pairs(count: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np
     cos = rng.uniform(-0.95, 0.95, (count, 1))
     k_dir = cos * q_dir + np.sqrt(1 - cos**2) * other
     q_norm, k_norm = rng.uniform(*NORMS, (2, count, 1))
-    return q_norm * q_dir, k_norm * k_dir
+    q, k = q_norm * q_dir, k_norm * k_dir
+    exact = exp_kernel(q[:, None], k[:, None])[:, 0, 0]  # [count]: exp(q_p·k_p)
+    for array in (q, k, exact):
+        array.setflags(write=False)
+    return q, k, exact
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def _projection_pool(kind: str, d: int, orthogonal: bool, width: int, draws: int,
                      first_seed: int) -> tuple[np.ndarray, ...]:
     """The projections of ``draws`` maps of ``kind`` at m = ``width``, seeded first_seed,
@@ -58,6 +65,22 @@ def _projection_pool(kind: str, d: int, orthogonal: bool, width: int, draws: int
     for projection in pool:
         projection.setflags(write=False)
     return pool
+
+
+@lru_cache(maxsize=16)
+def _pooled_maps(kind: str, d: int, orthogonal: bool, m: int, draws: int, first_seed: int) -> tuple[Any, ...]:
+    """``draws`` independent maps of ``kind`` and width m, built by the package's class from
+    the first rows of the pool's projections; kept, since a reader comes back to each m.
+
+    Each map takes rows of its own projection only, and each projection comes from its own
+    seed, so the maps are independent. The first rows of one projection are a draw for m:
+    iid rows, or whole orthogonal blocks of d and one cut block, each row with its own
+    chi-distributed norm.
+    """
+    make = KINDS[kind]
+    rows = m // make.features_per_projection
+    pool = _projection_pool(kind, d, orthogonal, max(m, POOL_WIDTH), draws, first_seed)
+    return tuple(make.from_projection(projection[:rows]) for projection in pool)
 
 
 def compute_feature_maps(m: int, kind: str, projection: str, d: int = HEAD_WIDTH,
@@ -81,21 +104,12 @@ def compute_feature_maps(m: int, kind: str, projection: str, d: int = HEAD_WIDTH
                                 f"got m = {m}")
     make = KINDS[kind]
     orthogonal = projection == "orthogonal"
-    q, k = _pairs(pairs, d, np.random.default_rng(seed))  # [P, d] each
-    exact = exp_kernel(q[:, None], k[:, None])[:, 0, 0]  # [P]: exp(q_p·k_p)
+    q, k, exact = _pairs(pairs, d, seed)  # [P, d], [P, d], [P]
     phi = make(d, m, orthogonal=orthogonal, seed=seed)
     estimate = (phi(q) * phi(k)).sum(-1)  # [P]: φ(q_p)·φ(k_p)
     typical = int(np.argsort(exact)[pairs // 2])
-    # Each draw takes rows of its own projection only, and each projection comes from its
-    # own seed, so the draws are independent. The first rows of one projection are a draw
-    # for m: iid rows, or whole orthogonal blocks of d and one cut block, each row with its
-    # own chi-distributed norm. The features themselves are the package's map.
-    rows = m // make.features_per_projection
     pair = np.stack([q[typical], k[typical]])  # [2, d]
-    draws = []
-    for pooled in _projection_pool(kind, d, orthogonal, max(m, POOL_WIDTH), seeds, seed + 1):
-        phi_q, phi_k = make.from_projection(pooled[:rows])(pair)  # [m] each
-        draws.append(float(phi_q @ phi_k))
+    draws = [float(np.dot(*phi_s(pair))) for phi_s in _pooled_maps(kind, d, orthogonal, m, seeds, seed + 1)]
     relative = np.abs(estimate - exact) / exact
     return {
         "m": m, "kind": kind, "projection": projection, "d": d, "q": q, "k": k,
