@@ -9,6 +9,7 @@ the spread of the estimate over many independent sets of features.
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 from typing import Any
 
@@ -67,7 +68,7 @@ def _projection_pool(kind: str, d: int, orthogonal: bool, width: int, draws: int
     return pool
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=32)
 def _pooled_maps(kind: str, d: int, orthogonal: bool, m: int, draws: int, first_seed: int) -> tuple[Any, ...]:
     """``draws`` independent maps of ``kind`` and width m, built by the package's class from
     the first rows of the pool's projections; kept, since a reader comes back to each m.
@@ -226,5 +227,9 @@ class FeatureMapsExplorer(Explorer):
 
     def draw(self, fig: Figure | None, **settings: Any) -> Figure:
         with one_blas_thread():  # threads gain nothing here and spin on while the figure draws
+            if fig is None:  # a first picture is slow anyway: build now the maps every move needs
+                for kind, orthogonal, m in itertools.product(KINDS, (False, True), self.controls["m"]):
+                    if m % KINDS[kind].features_per_projection == 0:
+                        _pooled_maps(kind, HEAD_WIDTH, orthogonal, m, SEEDS, 1)  # seed 0's draws
             result = compute_feature_maps(settings["m"], settings["kind"], settings["projection"])
         return plot_feature_maps(result, fig)
