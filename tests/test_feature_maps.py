@@ -597,3 +597,63 @@ def test_taylor_features_refuse_bad_input():
         la.taylor_features(np.float64(1.0))
     with pytest.raises(ValueError, match="t must be a positive int"):
         la.taylor_width(0)
+
+
+# ---------------------------------------------------------------- maps built from a given projection
+
+@pytest.mark.parametrize("cls,m", [(la.FavorPlus, 11), (la.TrigonometricFeatures, 10)], ids=["favor", "trig"])
+@pytest.mark.parametrize("orthogonal", [False, True], ids=["iid", "orthogonal"])
+def test_a_map_from_a_drawn_projection_is_the_drawn_map(cls, m, orthogonal, rng):
+    drawn = cls(7, m, orthogonal=orthogonal, seed=5)
+    given = cls.from_projection(drawn.projection)
+    x = rng.standard_normal((3, 9, 7))
+    np.testing.assert_array_equal(given(x), drawn(x))
+    assert (given.d, given.m, given.orthogonal, given.seed) == (7, m, None, None)
+    assert given.projection.shape == (m // cls.features_per_projection, 7)
+
+
+@pytest.mark.parametrize("cls", [la.FavorPlus, la.TrigonometricFeatures], ids=["favor", "trig"])
+def test_the_first_rows_of_a_larger_iid_draw_are_the_smaller_draw(cls, rng):
+    """Gaussian rows come one after another from the seed's stream: a map built from the first
+    rows of the draw at m = 30 is the map drawn at m = 12 with that seed."""
+    x = rng.standard_normal((9, 7))
+    for seed in (0, 3):
+        large = cls(7, 30, orthogonal=False, seed=seed)
+        first = cls.from_projection(large.projection[:12 // cls.features_per_projection])
+        np.testing.assert_array_equal(first(x), cls(7, 12, orthogonal=False, seed=seed)(x))
+
+
+@pytest.mark.parametrize("cls", [la.FavorPlus, la.TrigonometricFeatures], ids=["favor", "trig"])
+def test_the_first_rows_of_a_larger_orthogonal_draw_are_an_orthogonal_draw(cls):
+    """The first 11 rows of a draw of 31 at d = 5 (blocks of 5, 5 and a cut one of 1) keep
+    orthogonal blocks and chi_5 norms, so the map built from them stays unbiased."""
+    d, rows = 5, 11
+    q, k = np.array([0.3, -0.2, 0.25, 0.1, 0.35]), np.array([0.35, 0.1, 0.3, -0.25, 0.2])
+    width = 31 * cls.features_per_projection
+    prefixes = [cls(d, width, orthogonal=True, seed=s).projection[:rows] for s in range(1500)]
+    unit = prefixes[0] / np.linalg.norm(prefixes[0], axis=1, keepdims=True)
+    for start in (0, 5):
+        np.testing.assert_allclose(unit[start:start + d] @ unit[start:start + d].T, np.eye(d), atol=1e-12)
+    squared_norms = np.concatenate([np.sum(w**2, 1) for w in prefixes])  # E = d, variance 2d
+    assert abs(squared_norms.mean() - d) < 4 * np.sqrt(2 * d / squared_norms.size)
+    estimates = np.array([float(phi(q) @ phi(k)) for phi in map(cls.from_projection, prefixes)])
+    se = estimates.std(ddof=1) / np.sqrt(estimates.size)
+    assert abs(estimates.mean() - np.exp(q @ k)) <= 4 * se, (estimates.mean(), np.exp(q @ k), se)
+
+
+@pytest.mark.parametrize("projection,error,message", [
+    (np.ones(5), ValueError, r"projection must have shape \[num_projections, d\].*got \(5,\)"),
+    (np.ones((0, 5)), ValueError, r"projection must have shape .*got \(0, 5\)"),
+    (np.ones((3, 5), dtype=np.int64), TypeError, "projection must have dtype float32 or float64"),
+    (np.full((3, 5), np.nan), ValueError, "projection must be finite"),
+    ("directions", TypeError, "projection must be a float32 or float64 array"),
+], ids=["1-d", "empty", "int", "nan", "str"])
+def test_a_bad_projection_is_named(projection, error, message):
+    with pytest.raises(error, match=message):
+        la.FavorPlus.from_projection(projection)
+
+
+def test_a_torch_projection_is_refused():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="projection must be a numpy array; got a torch tensor"):
+        la.TrigonometricFeatures.from_projection(torch.ones(3, 5, dtype=torch.float64))

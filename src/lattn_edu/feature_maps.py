@@ -122,19 +122,56 @@ def _gaussian_projection(d: int, m: int, orthogonal: bool, rng: np.random.Genera
 class _RandomFeatures:
     """Shared parts of the random-feature maps: the projection and input checks."""
 
+    features_per_projection = 1  # output features per row w_r of the projection
+
     def __init__(self, d: int, num_projections: int, orthogonal: bool, seed: int) -> None:
-        self.d = check_positive_int(d, "d")
+        d = check_positive_int(d, "d")
         check_positive_int(num_projections, "m")
         if not isinstance(orthogonal, (bool, np.bool_)):
             raise TypeError(f"orthogonal must be True or False; got {orthogonal!r}")
-        self.orthogonal = bool(orthogonal)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed must be an int >= 0; got {type(seed).__name__} {seed!r}")
         if seed < 0:
             raise ValueError(f"seed must be an int >= 0; got {seed}")
-        self.seed = int(seed)
-        rng = np.random.default_rng(self.seed)
-        self.projection = _gaussian_projection(self.d, num_projections, self.orthogonal, rng)  # [m, d]
+        rng = np.random.default_rng(int(seed))
+        self._adopt(_gaussian_projection(d, num_projections, bool(orthogonal), rng), bool(orthogonal), int(seed))
+
+    def _adopt(self, projection: np.ndarray, orthogonal: bool | None, seed: int | None) -> None:
+        """Set the projection [num_projections, d] and what follows from it."""
+        self.projection = projection
+        self.d = projection.shape[1]
+        self.m = self.features_per_projection * projection.shape[0]
+        self.orthogonal, self.seed = orthogonal, seed
+
+    @classmethod
+    def from_projection(cls, projection: Any) -> _RandomFeatures:
+        """The map with the given directions W [num_projections, d] instead of a seeded draw.
+
+        ``m`` is ``features_per_projection`` times the rows of W. The estimator is unbiased
+        when the rows are distributed as the constructor draws them: e.g. the first rows of
+        a larger draw, which for orthogonal directions are whole blocks of d and one cut
+        block, each row with its own chi-distributed norm. ``orthogonal`` and ``seed`` are
+        then None (the map does not know how W was drawn).
+
+        Parameters
+        ----------
+        projection : array [num_projections, d]
+            Finite float directions; kept as given (not copied), so it must not change.
+
+        Returns
+        -------
+        The map (of this class) with ``projection`` as its directions, d = its columns.
+        """
+        if is_torch_tensor(projection):  # the maps convert it to each input's type themselves
+            raise TypeError("projection must be a numpy array; got a torch tensor")
+        projection = as_float_array(projection, "projection")
+        if projection.ndim != 2 or 0 in projection.shape:
+            raise ValueError("projection must have shape [num_projections, d], both at least 1; "
+                             f"got {tuple(projection.shape)}")
+        check_finite(projection, "projection")
+        features = cls.__new__(cls)
+        features._adopt(projection, None, None)
+        return features
 
     def _project(self, x: Any) -> tuple[Any, Any, Any]:
         """Check x [..., N, d]; return (xp, x, W x) with W x of shape [..., N, num_projections]."""
@@ -172,7 +209,6 @@ class FavorPlus(_RandomFeatures):
 
     def __init__(self, d: int, m: int, orthogonal: bool = True, seed: int = 0) -> None:
         super().__init__(d, m, orthogonal, seed)
-        self.m = int(m)
 
     def __repr__(self) -> str:
         return f"FavorPlus(d={self.d}, m={self.m}, orthogonal={self.orthogonal}, seed={self.seed})"
@@ -224,12 +260,13 @@ class TrigonometricFeatures(_RandomFeatures):
     ``m`` is the output width and must be even.
     """
 
+    features_per_projection = 2  # cos(w_r·x) and sin(w_r·x)
+
     def __init__(self, d: int, m: int, orthogonal: bool = False, seed: int = 0) -> None:
         check_positive_int(m, "m")
         if m % 2:
             raise ValueError(f"m must be even for trigonometric features (cos and sin halves); got {m}")
         super().__init__(d, m // 2, orthogonal, seed)
-        self.m = int(m)
 
     def __repr__(self) -> str:
         return (f"TrigonometricFeatures(d={self.d}, m={self.m}, "

@@ -5,19 +5,20 @@
   inside ``@njit`` code on C-contiguous 2-D arrays;
 - :func:`_exp_nonpositive`: exp of a flat block of numbers <= 0, as a polynomial that
   vectorises in float32;
-- :func:`one_blas_thread`: the context in which the kernels run, BLAS on one thread while
-  numba's threads share out the sequences.
+- :func:`one_blas_thread` (from :mod:`lattn_edu._blas`): the context in which the kernels
+  run, BLAS on one thread while numba's threads share out the sequences.
 """
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, types
 from numba.extending import get_cython_function_address
+
+from .._blas import one_blas_thread
 
 # Floating-point freedoms the fast kernels allow LLVM: fused multiply-adds and reordered
 # sums (so loops vectorise). Not 'nnan'/'ninf': a 0/0 must stay NaN for linear_attention
@@ -182,23 +183,3 @@ def _exp_nonpositive(x, n, fast_exp, high, low):
     else:
         for i in range(n):
             x[i] = np.exp(min(x[i], 0.0))
-
-
-_BLAS_CONTROLLER: list[Any] = []
-
-
-def one_blas_thread() -> Any:
-    """A context in which BLAS runs single-threaded (threadpoolctl), or a no-op without it.
-
-    The chunkwise kernel calls BLAS from every numba thread; a multi-threaded BLAS would
-    start threads of its own on the same cores (oversubscription), and OpenBLAS inside an
-    OpenMP region warns that it may hang.
-    """
-    try:
-        import scipy.linalg.cython_blas  # noqa: F401  (the BLAS numba calls: load it before looking)
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return contextlib.nullcontext()
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
