@@ -285,20 +285,29 @@ def test_ladder_limit_refuses_what_has_no_rung():
             ladder_limit(bad)
 
 
-def test_explorers_compute_with_one_blas_thread_and_give_the_others_back():
-    """Small matrices gain nothing from a second BLAS thread and lose much on a busy machine:
-    inside one_blas_thread BLAS runs on one thread, and afterwards as many as before."""
+def test_a_live_picture_is_computed_with_one_blas_thread(monkeypatch):
+    """An explorer's matrices are small: a second BLAS thread gains nothing there, and its
+    spinning slows the drawing that follows. The live picture's draw runs with one BLAS
+    thread, and afterwards BLAS has as many as before."""
+    import scipy.linalg.cython_blas  # noqa: F401  (one_blas_thread limits scipy's BLAS too)
     from threadpoolctl import threadpool_info
-
-    from lattn_edu.explorers.base import one_blas_thread
 
     def blas_threads():
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
+    explorer, seen = explorers.CATALOG["sharpness"](), []
+    draw = explorer.draw
+
+    def recording_draw(fig, **settings):
+        seen.append(blas_threads())
+        return draw(fig, **settings)
+
+    monkeypatch.setattr(explorer, "draw", recording_draw)
     before = blas_threads()
     assert before, "numpy's BLAS is not visible to threadpoolctl"
-    with one_blas_thread():
-        assert blas_threads() == [1] * len(before)
+    explorer.live_png()
+    explorer.live_png(n=32)
+    assert seen == [[1] * len(before)] * 2
     assert blas_threads() == before
 
 

@@ -42,24 +42,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hi
 from matplotlib.font_manager import FontProperties
 from matplotlib.figure import Figure
 from PIL import Image
-from threadpoolctl import ThreadpoolController
 
+from .._blas import one_blas_thread
 from ..book import PALETTE
 
 STATIC_DPI = 72  # frames of the static page: sharp enough to read, small enough to ship
 LIVE_DPI = 72  # the live widget's picture: the static frames' size, and a third fewer pixels to draw and encode than at 90
-
-
-_BLAS: list[ThreadpoolController] = []  # made on first use, once numpy's BLAS is loaded
-
-
-def one_blas_thread() -> Any:
-    """A context in which BLAS runs on one thread. An explorer's matrices are small (N <= 512):
-    a second thread only adds its start and wait, and on a busy 2-core machine a spinning BLAS
-    thread made a 512×512 softmax several times slower (``benchmarks/explorers.py`` compares)."""
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 class ImpossibleSetting(ValueError):

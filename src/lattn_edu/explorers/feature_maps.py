@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._blas import one_blas_thread
 from ..book import PALETTE
 from ..feature_maps import FavorPlus, TrigonometricFeatures, exp_kernel
 from ._ticks import fixed_ticks, power_of_ten
@@ -226,10 +225,9 @@ class FeatureMapsExplorer(Explorer):
     labels = {"m": "features m", "kind": "feature kind", "projection": "directions"}
 
     def draw(self, fig: Figure | None, **settings: Any) -> Figure:
-        with one_blas_thread():  # threads gain nothing here and spin on while the figure draws
-            if fig is None:  # a first picture is slow anyway: build now the maps every move needs
-                for kind, orthogonal, m in itertools.product(KINDS, (False, True), self.controls["m"]):
-                    if m % KINDS[kind].features_per_projection == 0:
-                        _pooled_maps(kind, HEAD_WIDTH, orthogonal, m, SEEDS, 1)  # seed 0's draws
-            result = compute_feature_maps(settings["m"], settings["kind"], settings["projection"])
+        if fig is None:  # a first picture is slow anyway: build now the maps every move needs
+            for kind, orthogonal, m in itertools.product(KINDS, (False, True), self.controls["m"]):
+                if m % KINDS[kind].features_per_projection == 0:
+                    _pooled_maps(kind, HEAD_WIDTH, orthogonal, m, SEEDS, 1)  # seed 0's draws
+        result = compute_feature_maps(settings["m"], settings["kind"], settings["projection"])
         return plot_feature_maps(result, fig)
