@@ -104,14 +104,17 @@ def test_every_setting_draws_on_the_first_decoration():
 
 def histogram_shows(fig, result) -> None:
     """The histogram holds every draw inside its axis, divided by the exact value, and a
-    text counts the rest."""
+    text counts the rest on each side."""
     hist = fig.axes[1]
     bars = hist.patches[0]
     ratios = result["pair_draws"] / result["pair_exact"]
     shown = (ratios >= hist.get_xlim()[0]) & (ratios <= hist.get_xlim()[1])
     np.testing.assert_array_equal(bars.get_data().values, np.histogram(ratios[shown], bars.get_data().edges)[0])
-    off = int((~shown).sum())
-    assert [t.get_text() for t in hist.texts] == [f"{off} off the axis" if off else ""]
+    low, high = hist.get_xlim()
+    off = [f"{count} {side}" for count, side in ((np.sum(ratios > high), f"above {high:g}"),
+                                                  (np.sum(ratios < low), f"below {low:g}".replace("-", "−")))
+           if count]
+    assert [t.get_text() for t in hist.texts] == ["\n".join(off)]
 
 
 def test_estimates_off_the_axes_are_on_its_edges_and_counted():

@@ -46,6 +46,6 @@ def test_fractional_inputs_and_the_figure_shows_the_numbers():
     result = compute_worked_example(0.5, 1.5, 4)
     np.testing.assert_allclose(result["o"], [0.25, 3.0])  # [0.5, 1.5·4] / 2
     fig = plot_worked_example(compute_worked_example(3, 1, 2))
-    assert "= [0.75, 0.5]" in fig.get_suptitle() and "[3, 2] / 4" in fig.get_suptitle()
+    assert "= [0.75, 0.50]" in fig.get_suptitle() and "[3, 2] / 4" in fig.get_suptitle()
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert "o = [0.75, 0.50]" in texts and "3/4\n= 0.75" in texts and "1/4\n= 0.25" in texts

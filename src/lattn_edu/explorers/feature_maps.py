@@ -138,7 +138,7 @@ def build_feature_maps_figure(pairs: int, seeds: int) -> tuple[Figure, dict[str,
     artists["points"], = scatter.plot([], [], "o", ms=3, alpha=0.5)
     artists["above"], = scatter.plot([], [], "^", ms=4)
     artists["below"], = scatter.plot([], [], "v", ms=4)
-    artists["negative"], = scatter.plot([], [], "v", ms=4, color=PALETTE["vermillion"])
+    artists["negative"], = scatter.plot([], [], "x", ms=5, mew=1.5, color=PALETTE["vermillion"])
     artists["negative_count"] = scatter.text(0.98, 0.07, "", transform=scatter.transAxes, ha="right",
                                              va="bottom", fontsize=9, color=PALETTE["vermillion"],
                                              in_layout=False)
@@ -148,11 +148,11 @@ def build_feature_maps_figure(pairs: int, seeds: int) -> tuple[Figure, dict[str,
     for axis in (scatter.xaxis, scatter.yaxis):
         fixed_ticks(axis, decades, [power_of_ten(x) for x in decades])
     scatter.set_title(f"estimate against exact, {pairs} pairs; dashed: equal\n"
-                      "▲ ▼ beyond the top or bottom edge; red ▼: ≤ 0", fontsize=10)
+                      "▲ ▼ beyond the top or bottom edge; red ×: ≤ 0", fontsize=10)
 
     lowest, highest = RATIO_EDGES[0], RATIO_EDGES[-1]
     artists["bars"] = hist.stairs(np.zeros(RATIO_EDGES.size - 1), RATIO_EDGES, fill=True, alpha=0.75)
-    hist.axvspan(lowest, 0, color=PALETTE["vermillion"], alpha=0.08, lw=0)
+    hist.axvspan(lowest, 0, color=PALETTE["vermillion"], alpha=0.18, lw=0)
     hist.axvline(1, color="k", lw=2)  # the exact value
     artists["mean"] = hist.axvline(1, color=PALETTE["purple"], lw=2, ls="--")
     artists["outside"] = hist.text(0.98, 0.97, "", transform=hist.transAxes, ha="right", va="top",
@@ -171,7 +171,7 @@ def build_feature_maps_figure(pairs: int, seeds: int) -> tuple[Figure, dict[str,
 
 def update_feature_maps_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
     """Move every artist to ``result``: the points, the edge markers and the count of
-    estimates ≤ 0, the histogram, its mean and the count of draws off its axis, and the
+    estimates ≤ 0, the histogram, its mean and the counts of draws off its axis, and the
     suptitle."""
     exact, estimate = result["exact"], result["estimate"]
     color = PALETTE["blue"] if result["kind"] == "positive" else PALETTE["orange"]
@@ -179,7 +179,7 @@ def update_feature_maps_figure(artists: dict[str, Any], result: dict[str, Any]) 
     shown = (estimate > low) & (estimate <= high)
     artists["points"].set_data(exact[shown], estimate[shown])
     for name, mask, edge in (("above", estimate > high, high / 1.2),
-                             ("below", (estimate > 0) & (estimate <= low), low * 1.2),
+                             ("below", (estimate > 0) & (estimate <= low), low * 1.5),  # above the ×
                              ("negative", estimate <= 0, low * 1.2)):
         artists[name].set_data(exact[mask], np.full(mask.sum(), edge))
     for name in ("points", "above", "below"):
@@ -188,17 +188,21 @@ def update_feature_maps_figure(artists: dict[str, Any], result: dict[str, Any]) 
     artists["negative_count"].set_text(f"{negatives} of {estimate.size} estimates ≤ 0" if negatives else "")
 
     draws, truth = result["pair_draws"], result["pair_exact"]
-    counts, _ = np.histogram(draws / truth, RATIO_EDGES)
+    ratios = draws / truth  # [seeds]
+    counts, _ = np.histogram(ratios, RATIO_EDGES)
     artists["bars"].set_data(counts)
     artists["bars"].set_color(color)
     artists["mean"].set_xdata([draws.mean() / truth] * 2)
-    outside = draws.size - counts.sum()
-    artists["outside"].set_text(f"{outside} off the axis" if outside else "")
+    outside = [f"{count} {side} {format(edge, 'g').replace('-', '−')}" for count, side, edge in (
+        (int(np.sum(ratios > RATIO_EDGES[-1])), "above", RATIO_EDGES[-1]),
+        (int(np.sum(ratios < RATIO_EDGES[0])), "below", RATIO_EDGES[0])) if count]
+    artists["outside"].set_text("\n".join(outside))
     stderr = draws.std(ddof=1) / np.sqrt(draws.size)
     artists["title"].set_text(
         f"{result['kind'].capitalize()} features, {result['projection']}, m = {result['m']}: "
         f"relative error RMS {result['relative_rms']:.3g}, median {result['relative_median']:.3g}\n"
-        f"one typical pair: exact {truth:.3f}, mean {draws.mean():.3f} ± {stderr:.3f}")
+        f"one typical pair: exact {truth:.3f}, mean of the draws {draws.mean():.3f} "
+        f"(standard error {stderr:.3f})")
 
 
 def plot_feature_maps(result: dict[str, Any], fig: Figure | None = None) -> Figure:

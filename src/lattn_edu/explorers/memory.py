@@ -70,7 +70,7 @@ def build_memory_figure() -> tuple[Figure, dict[str, Any]]:
         ax.set_yscale("asinh", linear_width=1)
         ax.set_ylim(0, Y_TICKS[-1])
         fixed_ticks(ax.yaxis, Y_TICKS, [f"{tick:g}" for tick in Y_TICKS])
-    error_ax.set_title("retrieval error (dash-dot line: P = m)", fontsize=10)
+    error_ax.set_title("retrieval error (dash-dot line: i = m, the key width)", fontsize=10)
     value_ax.set_title("singular values of S", fontsize=10)
     artists["capacity"] = error_ax.axvline(0, color="#777777", linewidth=1, linestyle="-.")
     artists["title"] = fig.suptitle("", fontsize=10)

@@ -65,8 +65,8 @@ def build_sharpness_figure(names: list[str]) -> tuple[Figure, dict[str, Any]]:
     fig, (lanes, bars) = figure_axes(None, (9.5, 4.2), 2, width_ratios=[1.5, 1])
     bases = [(len(names) - 1 - position) * LANE for position in range(len(names))]  # first method on top
     # keys at their rank / N, so the axis is the same for every N and a change of N only
-    # moves the artists
-    lanes.set(xlim=(0, 1), xticks=[0, 0.25, 0.5, 0.75, 1], ylim=(-0.05, len(names) * LANE), yticks=[],
+    # moves the artists; a margin on the left keeps the best key's stem off the frame
+    lanes.set(xlim=(-0.02, 1), xticks=[0, 0.25, 0.5, 0.75, 1], ylim=(-0.05, len(names) * LANE), yticks=[],
               ylabel="weight (one lane per method)", title="One attention row",
               xlabel="key rank / N (keys sorted by score q·k, best first; dotted: uniform 1/N)")
     bars.set(ylim=(0, 1.2), yticks=[0, 0.25, 0.5, 0.75, 1.0],
@@ -79,7 +79,7 @@ def build_sharpness_figure(names: list[str]) -> tuple[Figure, dict[str, Any]]:
         method = {"name": name,
                   # a stem per key, drawn as one broken line: a collection of N segments costs far more
                   "stems": lanes.plot([], [], color=color, solid_capstyle="butt")[0],
-                  "peak": lanes.plot([], [], "o", color=color, ms=4)[0],
+                  "peak": lanes.plot([], [], "o", color=color, ms=4, clip_on=False)[0],
                   "uniform": lanes.plot([], [], color="k", lw=0.8, ls=":")[0],
                   "label": lanes.text(0.99, base + 1.38, "", transform=lanes.get_yaxis_transform(), ha="right",
                                       va="top", fontsize=9, color=color, fontweight="bold")}

@@ -85,7 +85,7 @@ def build_worked_example_figure() -> tuple[Figure, dict[str, Any]]:
     artists["o_label"] = plane_ax.annotate("", (0, 0), xytext=(10, 8), textcoords="offset points",
                                            fontsize=10, color=PALETTE["green"], fontweight="bold")
     top = max(V2_SCALES)
-    plane_ax.set(xlim=(-0.4, 1.8), ylim=(-0.3 * top, 1.2 * top), xticks=[0, 1], yticks=[0, *V2_SCALES],
+    plane_ax.set(xlim=(-0.4, 2.1), ylim=(-0.3 * top, 1.2 * top), xticks=[0, 1], yticks=range(top + 1),
                  xlabel="component 1", ylabel="component 2", title="o lies between v₁ and v₂")
     plane_ax.grid(alpha=0.3)
     artists["title"] = fig.suptitle("", fontsize=12)
@@ -120,7 +120,7 @@ def update_worked_example_figure(artists: dict[str, Any], result: dict[str, Any]
     artists["o_label"].set_text(f"o = [{o[0]:.2f}, {o[1]:.2f}]")
     artists["title"].set_text(f"φ(q) = [{_number(phi_q[0])}, {_number(phi_q[1])}]:  o = φ(q)ᵀS / φ(q)ᵀz = "
                               f"[{_number(result['numerator'][0])}, {_number(result['numerator'][1])}] / "
-                              f"{_number(result['denominator'])} = [{o[0]:.3g}, {o[1]:.3g}]")
+                              f"{_number(result['denominator'])} = [{o[0]:.2f}, {o[1]:.2f}]")
 
 
 def plot_worked_example(result: dict[str, Any], fig: Figure | None = None) -> Figure:
