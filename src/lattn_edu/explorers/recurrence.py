@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,27 @@ from .base import Explorer, figure_axes
 NUM_TOKENS, FEATURES, VALUE_WIDTH = 12, 6, 4  # N, m (= d for elu+1), d_v
 
 
+@functools.lru_cache(maxsize=8)
+def _run(seed: int, n: int, d: int, d_v: int) -> dict[str, np.ndarray]:
+    """Every step of one seeded sequence, kept: moving the token i reads another step of the
+    same run, so only a new seed or size computes anything. Arrays are read-only."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((2, n, d))  # [N, d]
+    v = rng.standard_normal((n, d_v))  # [N, d_v]
+    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)  # [N, m], m = d
+    state = LinearAttentionState(m=d, d_v=d_v)
+    outputs, states, normalisers = [], [], []
+    for token in range(n):
+        outputs.append(state.step(phi_q[token], phi_k[token], v[token]))
+        states.append(state.S.copy())
+        normalisers.append(state.z.copy())
+    run = {"S": np.array(states), "z": np.array(normalisers), "o": np.array(outputs),  # [N, m, d_v], [N, m], [N, d_v]
+           "parallel": linear_attention(q, k, v, feature_map="elu+1", causal=True, form="parallel")}
+    for array in run.values():
+        array.flags.writeable = False
+    return run
+
+
 def compute_recurrence(i: int, seed: int, n: int = NUM_TOKENS, d: int = FEATURES,
                        d_v: int = VALUE_WIDTH) -> dict[str, Any]:
     """Feed tokens 0 … i into a ``LinearAttentionState`` and read query i; compare with row i of
@@ -30,22 +52,12 @@ def compute_recurrence(i: int, seed: int, n: int = NUM_TOKENS, d: int = FEATURES
     """
     if not 0 <= i < n:
         raise ValueError(f"token index i must lie in 0 … {n - 1}; got {i}")
-    rng = np.random.default_rng(seed)
-    q, k = rng.standard_normal((2, n, d))  # [N, d]
-    v = rng.standard_normal((n, d_v))  # [N, d_v]
-    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)  # [N, m], m = d
-    state = LinearAttentionState(m=d, d_v=d_v)
-    outputs, largest = [], 0.0
-    for token in range(n):
-        outputs.append(state.step(phi_q[token], phi_k[token], v[token]))
-        largest = max(largest, float(np.abs(state.S).max()))
-        if token == i:
-            S_i, z_i = state.S.copy(), state.z.copy()
-    parallel = linear_attention(q, k, v, feature_map="elu+1", causal=True, form="parallel")
-    o_i = outputs[i]
-    return {"i": i, "seed": seed, "n": n, "S": S_i, "z": z_i, "o": o_i, "parallel": parallel,
+    run = _run(seed, n, d, d_v)
+    o_i, parallel = run["o"][i], run["parallel"]
+    return {"i": i, "seed": seed, "n": n, "S": run["S"][i], "z": run["z"][i], "o": o_i, "parallel": parallel,
             "max_difference": float(np.abs(o_i - parallel[i]).max()),
-            "s_limit": largest, "z_limit": float(state.z.max()), "state_numbers": d * d_v + d}
+            "s_limit": float(np.abs(run["S"]).max()), "z_limit": float(run["z"][-1].max()),
+            "state_numbers": d * d_v + d}
 
 
 def build_recurrence_figure(m: int, d_v: int) -> tuple[Figure, dict[str, Any]]:
