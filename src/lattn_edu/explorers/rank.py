@@ -49,37 +49,64 @@ def compute_rank(n: int, m: int, d: int = HEAD_WIDTH, seed: int = 0) -> dict[str
     return {"n": n, "m": m, "d": d, "spectra": spectra, "ranks": ranks, "caps": caps}
 
 
-def plot_rank(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """σ_i/σ_1 against i on a log axis, dotted lines at m = d (elu+1) and m (FAVOR+).
-    Given ``fig``, a figure this function drew before, draws on its axes again in place.
-    """
-    n, m, d = result["n"], result["m"], result["d"]
-    fig, (ax,) = figure_axes(fig, (7.5, 4.2))
-    colors = (PALETTE["vermillion"], PALETTE["green"], PALETTE["blue"])
-    index = np.arange(1, n + 1)
-    for (name, sigma), color, style in zip(result["spectra"].items(), colors, ("-", "--", "-.")):
-        rank = result["ranks"][name]
-        ax.semilogy(index, np.maximum(sigma, FLOOR), style, color=color, lw=2,
-                    label=f"{name}: rank {rank}")
-    for width, color, what in ((d, colors[1], "m = d"), (m, colors[2], "m")):
-        if width < n:
-            ax.axvline(width + 0.5, color=color, lw=1, ls=":")
-            ax.annotate(f"{what} = {width}", (width + 0.5, 1e-7), xytext=(4, 0),
-                        textcoords="offset points", color=color, fontsize=9, va="center")
-    loose = [what for width, what in ((d, "elu+1"), (m, "FAVOR+")) if width >= n]
-    note = (f"{' and '.join(loose)}: m >= N, so the cap\nmin(N, m) = N does not bind"
-            if loose else None)
-    ranks = ", ".join(f"{name.split(' ')[0]} {result['ranks'][name]}"
-                      + ("" if name == "softmax" else f" (<= {result['caps'][name]})")
-                      for name in result["ranks"])
-    # one index axis for every N (log scale): the axes stay put as N changes
+COLORS, STYLES = (PALETTE["vermillion"], PALETTE["green"], PALETTE["blue"]), ("-", "--", "-.")
+
+
+def build_rank_figure(names: list[str]) -> tuple[Figure, dict[str, Any]]:
+    """The figure for the methods ``names`` with every artist in place: a spectrum line per
+    method, the dotted lines and notes at m = d and m, the legend and the suptitle, on one
+    index axis for every N (log scale), so the axes stay put as N and m change. The explorer
+    keeps it and moves the artists (``update_rank_figure``): a new legend costs more than
+    the data."""
+    fig, (ax,) = figure_axes(None, (7.5, 4.2))
+    artists: dict[str, Any] = {"ax": ax, "title": fig.suptitle("", fontsize=10)}
+    artists["spectra"] = [ax.plot([], [], style, color=color, lw=2, label=name)[0]
+                          for name, color, style in zip(names, COLORS, STYLES)]
+    artists["widths"] = [(ax.axvline(1, color=color, lw=1, ls=":"),
+                          ax.annotate("", (1, 1e-7), xytext=(4, 0), textcoords="offset points", color=color,
+                                      fontsize=9, va="center")) for color in COLORS[1:]]
     ax.set(xscale="log", xlim=(0.8, 1.25 * max(SIZES)), ylim=(FLOOR / 2, 3), yscale="log",
            xlabel="index i of the singular value (largest first, log scale)", ylabel="σ_i / σ_1 (log scale)",
            title="Singular spectra of the N×N attention matrix")
     fixed_ticks(ax.xaxis, INDEX_TICKS, [str(i) for i in INDEX_TICKS])
-    fig.suptitle(f"N = {n}, d = {d}; numerical ranks: {ranks}", fontsize=10)
     plain_log_labels(ax.yaxis)
-    ax.legend(loc="center right", fontsize=9, title=note, title_fontsize=9)
+    artists["legend"] = ax.legend(loc="center right", fontsize=9, title=" ", title_fontsize=9)
+    return fig, artists
+
+
+def update_rank_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
+    """Move every artist to ``result``: the spectra and their ranks in the legend, the lines
+    at m = d and m where they bind (a note in the legend where they do not), the suptitle."""
+    n, m, d = result["n"], result["m"], result["d"]
+    index = np.arange(1, n + 1)
+    texts = artists["legend"].get_texts()
+    for line, text, (name, sigma) in zip(artists["spectra"], texts, result["spectra"].items()):
+        line.set_data(index, np.maximum(sigma, FLOOR))
+        line.set_label(f"{name}: rank {result['ranks'][name]}")
+        text.set_text(line.get_label())
+    for (line, note), width, what in zip(artists["widths"], (d, m), ("m = d", "m")):
+        line.set_xdata([width + 0.5] * 2)
+        note.xy = (width + 0.5, 1e-7)
+        note.set_text(f"{what} = {width}")
+        line.set_visible(width < n)
+        note.set_visible(width < n)
+    loose = [what for width, what in ((d, "elu+1"), (m, "FAVOR+")) if width >= n]
+    artists["legend"].set_title(f"{' and '.join(loose)}: m >= N, so the cap\nmin(N, m) = N does not bind"
+                                if loose else "", prop={"size": 9})
+    ranks = ", ".join(f"{name.split(' ')[0]} {result['ranks'][name]}"
+                      + ("" if name == "softmax" else f" (<= {result['caps'][name]})")
+                      for name in result["ranks"])
+    artists["title"].set_text(f"N = {n}, d = {d}; numerical ranks: {ranks}")
+
+
+def plot_rank(result: dict[str, Any], fig: Figure | None = None) -> Figure:
+    """σ_i/σ_1 against i on a log axis, dotted lines at m = d (elu+1) and m (FAVOR+).
+    Given ``fig``, a figure this function drew before, moves its artists instead.
+    """
+    if fig is None:
+        fig, artists = build_rank_figure(list(result["spectra"]))
+        fig.rank_artists = artists  # the next plot on this figure moves them
+    update_rank_figure(fig.rank_artists, result)
     return fig
 
 
