@@ -204,8 +204,8 @@ def test_a_kept_background_draws_what_a_full_draw_draws(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_a_blitted_picture_looks_like_a_plain_draw(name):
     """Against matplotlib drawing every artist in z-order, blitting may differ only where a
-    moving artist crosses a grid line or a text: at most 0.5 % of the pixels (measured: at
-    most 0.12 %, feature_maps' shaded histogram band over its grid)."""
+    moving artist crosses a grid line or a text (a shaded band over a grid, say): at most
+    0.5 % of the pixels."""
     explorer = explorers.CATALOG[name]()
     for values in one_control_moves(explorer)[:4]:
         try:
