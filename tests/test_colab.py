@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -289,8 +290,9 @@ def colab(tmp_path_factory):
                           check=True, capture_output=True, text=True).stdout.strip()
     shutil.rmtree(Path(site) / "lattn_edu", ignore_errors=True)
     before = installed(venv)
-    work = Path(f"/tmp/colab-{os.getpid()}")  # short: a Unix socket's path is limited to 107 bytes
-    work.mkdir()
+    # a short path (a Unix socket's is limited to 107 bytes), and a new one: a run that was
+    # killed leaves its folder behind, and a later process may get the same pid
+    work = Path(tempfile.mkdtemp(prefix="colab-", dir="/tmp"))
     write_kernelspecs(venv, work / "kernels")
     failed = install_cell(sync_notebooks.install_requirement())  # GitHub, with no network
     execute(failed, work, "colab-offline", work)
