@@ -268,23 +268,6 @@ def test_discovery_refuses_two_explorers_with_one_name(monkeypatch):
         explorers.discover_explorers()
 
 
-@pytest.mark.parametrize("value, limit", [(0.77, 1.0), (1.0, 1.0), (1.01, 2.0), (2.2, 2.5), (3.0, 5.0),
-                                          (6.76, 10.0), (0.013, 0.02), (100.0, 100.0)])
-def test_ladder_limit_is_the_next_rung_at_or_above(value, limit):
-    from lattn_edu.explorers.base import ladder_limit
-
-    assert ladder_limit(value) == pytest.approx(limit, rel=1e-12)
-    assert ladder_limit(value, (1, 3)) >= value
-
-
-def test_ladder_limit_refuses_what_has_no_rung():
-    from lattn_edu.explorers.base import ladder_limit
-
-    for bad in (0.0, -1.0, float("nan"), float("inf")):
-        with pytest.raises(ValueError, match="value must be a positive number"):
-            ladder_limit(bad)
-
-
 def test_a_live_picture_is_computed_with_one_blas_thread(monkeypatch):
     """An explorer's matrices are small: a second BLAS thread gains nothing there, and its
     spinning slows the drawing that follows. The live picture's draw runs with one BLAS

@@ -115,7 +115,6 @@ def crosstalk(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndar
     return own[:, None] * values, (gram - np.diag(own)) @ values
 
 
-
 def memory_errors(p: int, m: int, d_v: int, rule: str, kind: str = "random", correlation: float = 0.0,
                   beta: float = 1.0, decay: float = 1.0, seed: int = 0) -> np.ndarray:
     """Store P seeded pairs in an [m, d_v] state with one rule; the retrieval error of each: [P]."""

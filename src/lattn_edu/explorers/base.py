@@ -222,20 +222,6 @@ def figure_axes(fig: Figure | None, figsize: tuple[float, float], columns: int =
     return fig, list(fig.axes)
 
 
-def ladder_limit(value: float, steps: tuple[float, ...] = (1, 2, 2.5, 5)) -> float:
-    """The smallest of ``steps`` (numbers in [1, 10)) times a power of ten that is at least
-    ``value`` (> 0); fewer steps, fewer different limits.
-
-    An axis limit taken from this short ladder stays put while the data move a little, so
-    most slider moves keep the decoration, and the live widget its kept background; the
-    reader's eye keeps its scale too.
-    """
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"value must be a positive number; got {value!r}")
-    power = 10.0 ** math.floor(math.log10(value))
-    return next(step * power for step in (*steps, 10) if step * power >= value * (1 - 1e-12))
-
-
 def message_figure(text: str) -> Figure:
     """A small figure that says why nothing else can be drawn."""
     fig = Figure(figsize=(6, 1.2))
