@@ -27,6 +27,7 @@ to hold more and more associations, while softmax keeps every pair in its KV cac
 The parts, one module each: :mod:`.task` (the sequences), :mod:`.mixers` (the mixers and
 the registry :data:`MIXERS` that names them; a new model is one registered class there),
 :mod:`.study` (the capacity study: seeds, learning rates, loss curves, a state-size sweep),
+:mod:`.plots` (the study's figures for chapters 7 and 10),
 :mod:`.config` (sizes and presets), :mod:`.model` (the shared architecture),
 :mod:`.training` (training, scoring, the sweep) and :mod:`.cli` (``lattn-edu recall``).
 
@@ -46,7 +47,8 @@ from .mixers import (MIXERS, MODELS, BasedMixer, DeltaNetMixer, EluMixer, FavorM
                      GatedDeltaNetMixer, GlaMixer, LinearMixer, Mamba2Mixer, Mixer, RetentionMixer,
                      ScalarDecay, SelectiveMixer, SoftmaxMixer, make_mixer, mixer_class,
                      register_mixer)
-from .study import FULL_STUDY, QUICK_STUDY, StudyConfig, planned_runs, run_study, summarise
+from .study import (FULL_STUDY, QUICK_STUDY, StudyConfig, late_drop, planned_runs, plateau_exit, run_study,
+                    summarise, sweep_runs)
 from .model import RecallModel
 from .task import make_batch
 from .training import accuracy, sweep, train_one
@@ -79,14 +81,17 @@ __all__ = [
     "config_from_args",
     "format_summary",
     "format_table",
+    "late_drop",
     "make_batch",
     "make_mixer",
     "mixer_class",
     "planned_runs",
+    "plateau_exit",
     "register_mixer",
     "run",
     "run_study",
     "summarise",
     "sweep",
+    "sweep_runs",
     "train_one",
 ]

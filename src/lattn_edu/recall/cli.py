@@ -81,10 +81,11 @@ def study_from_args(args: argparse.Namespace) -> StudyConfig:
 
 
 def format_summary(rows: list[dict[str, Any]]) -> str:
-    """A study's summary rows as a Markdown table: mean [min, max] over seeds."""
+    """A study's summary rows as a Markdown table: mean [min, max] over seeds. The state is
+    numbers per layer; softmax has none of fixed size (its KV cache grows with the sequence)."""
     lines = ["| model | P | d_model | state | lr | seeds | accuracy mean [min, max] |",
              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['model']} | {r['num_pairs']} | {r['d_model']} | {r['state_size']} | "
+    lines += [f"| {r['model']} | {r['num_pairs']} | {r['d_model']} | {r['state_size'] or 'KV cache'} | "
               f"{r['learning_rate']:g} | {r['seeds']} | {r['mean']:.3f} [{r['min']:.3f}, {r['max']:.3f}] |"
               for r in rows]
     return "\n".join(lines)

@@ -161,6 +161,29 @@ def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True,
     return record
 
 
+def plateau_exit(run: dict[str, Any], record: dict[str, Any]) -> int | None:
+    """The step by which ``run`` left the loss plateau, or None if it never did.
+
+    That is the end of the first loss-curve window whose mean is below half the guessing loss
+    (ln of the number of values): there the right value gets about 1/sqrt(values) of the
+    probability on average, clearly learning though far from done.
+    """
+    config = record["config"]
+    half_chance = np.log(config["base"]["num_values"]) / 2
+    first = next((i for i, loss in enumerate(run["loss_curve"]) if loss < half_chance), None)
+    return None if first is None else config["curve_every"] * (first + 1)
+
+
+def late_drop(run: dict[str, Any], windows: int = 10) -> float:
+    """How much the loss still fell at the end: 1 − (mean of the last ``windows`` curve points)
+    / (mean of the ``windows`` before them). Averaging many windows keeps step noise out."""
+    curve = run["loss_curve"]
+    if len(curve) < 2 * windows:
+        raise ValueError(f"run has {len(curve)} loss-curve points; late_drop needs at least "
+                         f"2 * windows = {2 * windows}")
+    return float(1 - np.mean(curve[-windows:]) / np.mean(curve[-2 * windows:-windows]))
+
+
 def sweep_runs(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The state-size sweep's runs, including those its base width shares with the main part."""
     study = record["config"]

@@ -1,0 +1,135 @@
+"""The plots of a capacity-study record (chapters 7 and 10): loss curves, accuracy, state-size sweep.
+
+Each ``plot_*`` takes a study record (as :func:`lattn_edu.records.load_record` returns it)
+and returns a matplotlib Figure. The main part's models are drawn at their best learning
+rate, the one :func:`.study.summarise` picks (highest mean accuracy over seeds), and every
+seed is shown: a curve each, or the range as an error bar around the mean. Seed counts in
+the labels come from the runs recorded, so a partial record says what it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..book import PALETTE
+from .study import summarise, sweep_runs
+
+# (colour, line style, marker): distinct for every model, softmax and linear in chapter 7's
+# colours; eight colours for nine models, so the three Part I models that share one differ
+# in line and marker
+STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], "-", "o"),
+          "deltanet": (PALETTE["vermillion"], "-", "o"), "gated_deltanet": (PALETTE["purple"], "-", "o"),
+          "mamba2": (PALETTE["green"], "-", "o"), "gla": (PALETTE["sky"], "-", "o"),
+          "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "--", "s"),
+          "based": (PALETTE["purple"], "--", "s")}
+
+
+def _chance_loss(record: dict[str, Any]) -> float:
+    """Cross-entropy of a uniform guess among the values (nats)."""
+    return float(np.log(record["config"]["base"]["num_values"]))
+
+
+def _seeds(rows: list[dict[str, Any]]) -> str:
+    """'3 seeds', or '1–3 seeds' where a partial record has fewer for some rows."""
+    counts = sorted({r["seeds"] for r in rows})
+    return f"{counts[0]} seed{'s' * (counts[0] > 1)}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]} seeds"
+
+
+def best_runs(record: dict[str, Any], model: str, num_pairs: int) -> list[dict[str, Any]]:
+    """The main part's runs of ``model`` at ``num_pairs``, at that pair's best learning rate."""
+    rate = next(r["learning_rate"] for r in summarise(record, "main")
+                if r["model"] == model and r["num_pairs"] == num_pairs)
+    return [r for r in record["runs"] if r["part"] == "main" and r["model"] == model
+            and r["num_pairs"] == num_pairs and r["learning_rate"] == rate]
+
+
+def _loss_panels(record: dict[str, Any], panels: dict[str, list[dict[str, Any]]]) -> Any:
+    """One panel per title, one thin line per run (coloured by model), on a log scale."""
+    import matplotlib.pyplot as plt
+
+    every = record["config"]["curve_every"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.6, 3.6), sharey=True,
+                             squeeze=False, layout="constrained")
+    labelled: set[str] = set()
+    for ax, (title, runs) in zip(axes[0], panels.items()):
+        for run in runs:
+            colour, line, _ = STYLES[run["model"]]
+            steps = every * (np.arange(len(run["loss_curve"])) + 1)
+            ax.plot(steps, run["loss_curve"], line, color=colour, lw=1,
+                    label=None if run["model"] in labelled else run["model"])
+            labelled.add(run["model"])
+        ax.axhline(_chance_loss(record), color="gray", lw=0.8, ls="--",
+                   label=None if "guessing" in labelled else "guessing")
+        labelled.add("guessing")
+        ax.set(yscale="log", xlabel="training step", title=title)
+    axes[0][0].set_ylabel(f"loss (nats), {every}-step mean")
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig
+
+
+def plot_loss_curves(record: dict[str, Any]) -> Any:
+    """The main part's training loss against step, one panel per P, one line per seed, each
+    model at its best learning rate."""
+    config = record["config"]
+    return _loss_panels(record, {f"P = {p} pairs": [run for model in config["models"]
+                                                    for run in best_runs(record, model, p)]
+                                 for p in config["pair_counts"]})
+
+
+def plot_sweep_losses(record: dict[str, Any]) -> Any:
+    """The state-size sweep's training loss against step, one panel per width."""
+    runs = sweep_runs(record)
+    return _loss_panels(record, {f"d_model = {width}": [r for r in runs if r["d_model"] == width]
+                                 for width in record["config"]["sweep_widths"]})
+
+
+def _mean_and_range(ax: Any, x: float, row: dict[str, Any], label: str | None) -> None:
+    """A marker at the mean accuracy with an error bar spanning the seeds' min to max."""
+    colour, _, marker = STYLES[row["model"]]
+    ax.errorbar([x], [row["mean"]], yerr=[[row["mean"] - row["min"]], [row["max"] - row["mean"]]],
+                fmt=marker, color=colour, capsize=3, label=label)
+
+
+def plot_accuracy(record: dict[str, Any]) -> Any:
+    """Recall accuracy per model and P: mean over seeds with the range as an error bar."""
+    import matplotlib.pyplot as plt
+
+    config = record["config"]
+    rows = summarise(record, "main")
+    by_key = {(r["model"], r["num_pairs"]): r for r in rows}
+    models, pairs = config["models"], config["pair_counts"]
+    fig, ax = plt.subplots(figsize=(6.6, 3.8), layout="constrained")
+    for model, offset in zip(models, np.linspace(-0.3, 0.3, len(models))):
+        for i, p in enumerate(pairs):
+            _mean_and_range(ax, i + offset, by_key[model, p], model if i == 0 else None)
+    ax.set_xticks(range(len(pairs)), [f"P = {p}" for p in pairs])
+    rates = " and ".join(f"{rate:g}" for rate in config["learning_rates"])
+    ax.set(ylabel="accuracy (bar: seeds' range)",
+           title=f"{config['base']['steps']:,} steps, {_seeds(rows)}, best lr of {rates}")
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig
+
+
+def plot_state_sweep(record: dict[str, Any]) -> Any:
+    """Accuracy against model width at the sweep's fixed P, for each sweep model."""
+    import matplotlib.pyplot as plt
+
+    config = record["config"]
+    rows = summarise(record, "state_sweep")
+    widths, heads, models = config["sweep_widths"], config["base"]["num_heads"], config["sweep_models"]
+    fig, ax = plt.subplots(figsize=(6.6, 3.8), layout="constrained")
+    for model, offset in zip(models, np.linspace(-0.06, 0.06, len(models))):
+        by_width = sorted((r for r in rows if r["model"] == model), key=lambda r: r["d_model"])
+        for i, row in enumerate(by_width):
+            _mean_and_range(ax, np.log2(row["d_model"]) + offset, row, model if i == 0 else None)
+        ax.plot([np.log2(r["d_model"]) + offset for r in by_width], [r["mean"] for r in by_width],
+                STYLES[model][1], color=STYLES[model][0], lw=1)
+    ax.axhline(1 / config["base"]["num_values"], color="gray", lw=0.8, ls="--", label="guessing")
+    ax.set_xticks(np.log2(widths), [f"{w}\n(d_head = {w // heads})" for w in widths])
+    ax.set(xlabel="width d_model (a head's state is about d_head × d_head)",
+           ylabel="accuracy (bar: seeds' range)",
+           title=f"P = {config['sweep_pairs']} pairs, lr {config['sweep_learning_rate']:g}, {_seeds(rows)}")
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig

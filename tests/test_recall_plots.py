@@ -1,0 +1,140 @@
+"""The capacity study's plots draw the record's numbers; the study's plateau and late-drop measures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from lattn_edu import recall  # noqa: E402  (needs torch, skipped above when missing)
+from lattn_edu.recall import plots  # noqa: E402
+from lattn_edu.recall import study as study_module  # noqa: E402
+
+STUDY = recall.StudyConfig(base=recall.TINY, models=("linear", "deltanet", "softmax"), pair_counts=(3, 5),
+                           seeds=(0, 1, 2), learning_rates=(1e-3, 3e-3), sweep_models=("linear", "softmax"),
+                           sweep_pairs=5, sweep_widths=(8, 16, 32), sweep_learning_rate=1e-3, curve_every=2)
+
+
+def fake_record(seed: int = 5) -> dict:
+    """Every planned run of STUDY with seeded random accuracies and 7-point loss curves."""
+    rng = np.random.default_rng(seed)
+    runs = [{**run, "id": study_module.run_id(run), "accuracy": float(rng.uniform()),
+             "final_loss": float(rng.uniform(0, 5)), "state_size": 11,
+             "loss_curve": [round(float(x), 4) for x in rng.uniform(0.01, 5, 7)]}
+            for run in recall.planned_runs(STUDY)]
+    return study_module.study_record(STUDY, "fake", runs, len(runs), 1.0)
+
+
+def best_rate(record, model, p):
+    return next(r["learning_rate"] for r in recall.summarise(record) if (r["model"], r["num_pairs"]) == (model, p))
+
+
+def test_loss_curves_draw_every_seed_at_the_best_rate_only():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    fig = plots.plot_loss_curves(record)
+    assert len(fig.axes) == len(STUDY.pair_counts)
+    for ax, p in zip(fig.axes, STUDY.pair_counts):
+        drawn = sorted(tuple(line.get_ydata()) for line in ax.get_lines()[:-1])  # the last: guessing
+        expected = sorted(tuple(r["loss_curve"]) for r in record["runs"]
+                          if r["part"] == "main" and r["num_pairs"] == p
+                          and r["learning_rate"] == best_rate(record, r["model"], p))
+        assert drawn == expected and len(drawn) == len(STUDY.models) * len(STUDY.seeds)
+        np.testing.assert_array_equal(ax.get_lines()[0].get_xdata(), 2 * np.arange(1, 8))
+        assert ax.get_lines()[-1].get_ydata()[0] == pytest.approx(np.log(recall.TINY.num_values))
+    plt.close(fig)
+
+
+def bars(ax):
+    """(x, mean, low, high) of each error bar in ``ax``."""
+    out = []
+    for container in ax.containers:
+        marker, _, (segments,) = container.lines
+        (x,), (mean,) = marker.get_data()
+        (_, low), (_, high) = segments.get_segments()[0]
+        out.append((x, mean, low, high))
+    return out
+
+
+def test_accuracy_plot_marks_the_mean_and_spans_the_seeds_range():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    fig = plots.plot_accuracy(record)
+    drawn = sorted((round(mean, 9), round(low, 9), round(high, 9)) for _, mean, low, high in bars(fig.axes[0]))
+    rows = recall.summarise(record)
+    assert drawn == sorted((round(r["mean"], 9), round(r["min"], 9), round(r["max"], 9)) for r in rows)
+    assert all(r["seeds"] == 3 for r in rows)
+    plt.close(fig)
+
+
+def test_state_sweep_puts_each_width_at_its_log2_with_the_sweep_rate():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    fig = plots.plot_state_sweep(record)
+    drawn = bars(fig.axes[0])
+    assert len(drawn) == len(STUDY.sweep_models) * len(STUDY.sweep_widths)
+    assert sorted(round(x) for x, *_ in drawn) == sorted([int(np.log2(w)) for w in STUDY.sweep_widths] * 2)
+    linear_8 = [r["accuracy"] for r in record["runs"] if (r["model"], r["d_model"]) == ("linear", 8)]
+    assert len(linear_8) == 3 and any(mean == pytest.approx(np.mean(linear_8)) for _, mean, *_ in drawn)
+    plt.close(fig)
+
+
+def test_sweep_losses_draw_every_sweep_run_once_per_width():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    fig = plots.plot_sweep_losses(record)
+    for ax, width in zip(fig.axes, STUDY.sweep_widths):
+        drawn = sorted(tuple(line.get_ydata()) for line in ax.get_lines()[:-1])
+        expected = sorted(tuple(r["loss_curve"]) for r in study_module.sweep_runs(record) if r["d_model"] == width)
+        assert drawn == expected and len(drawn) == len(STUDY.sweep_models) * len(STUDY.seeds)
+    plt.close(fig)
+
+
+def test_every_model_has_its_own_colour_and_line():
+    styles = [plots.STYLES[name][:2] for name in recall.MODELS]
+    assert len(set(styles)) == len(recall.MODELS) == len(styles)
+
+
+def test_a_partial_record_says_how_many_seeds_each_point_has():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    record["runs"] = [r for r in record["runs"] if r["seed"] < 2 or r["model"] != "deltanet"]
+    fig = plots.plot_accuracy(record)
+    assert "2–3 seeds" in fig.axes[0].get_title()
+    plt.close(fig)
+    fig = plots.plot_state_sweep(fake_record())
+    assert "3 seeds" in fig.axes[0].get_title()
+    plt.close(fig)
+
+
+def test_plateau_exit_is_the_end_of_the_first_window_below_half_the_guessing_loss():
+    record = {"config": {"base": {"num_values": 49}, "curve_every": 7}}  # half of ln 49 = ln 7
+    curve = [4.0, 3.9, np.log(7) + 1e-9, np.log(7) - 1e-9, 0.1]
+    assert recall.plateau_exit({"loss_curve": curve}, record) == 7 * 4
+    assert recall.plateau_exit({"loss_curve": curve[:3]}, record) is None
+
+
+def test_late_drop_compares_the_means_of_the_last_windows():
+    curve = [9.0] * 3 + [2.0, 4.0, 6.0] + [1.0, 2.0, 3.0]
+    assert recall.late_drop({"loss_curve": curve}, windows=3) == pytest.approx(0.5)
+    assert recall.late_drop({"loss_curve": [5.0] * 7}, windows=3) == 0.0
+    with pytest.raises(ValueError, match="run has 5 loss-curve points; late_drop needs at least 2 \\* windows = 6"):
+        recall.late_drop({"loss_curve": [1.0] * 5}, windows=3)
+
+
+def test_summary_table_names_softmax_state_as_its_cache_and_gives_mean_and_range():
+    rows = [{"model": "softmax", "num_pairs": 5, "d_model": 8, "state_size": None, "learning_rate": 1e-3,
+             "seeds": 3, "mean": 0.5, "min": 0.25, "max": 0.75},
+            {"model": "linear", "num_pairs": 5, "d_model": 8, "state_size": 40, "learning_rate": 3e-3,
+             "seeds": 3, "mean": 0.125, "min": 0.0, "max": 0.375}]
+    lines = recall.format_summary(rows).splitlines()
+    assert lines[2] == "| softmax | 5 | 8 | KV cache | 0.001 | 3 | 0.500 [0.250, 0.750] |"
+    assert lines[3] == "| linear | 5 | 8 | 40 | 0.003 | 3 | 0.125 [0.000, 0.375] |"
