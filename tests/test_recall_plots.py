@@ -1,4 +1,4 @@
-"""The capacity study's plots draw the record's numbers; the study's plateau and late-drop measures."""
+"""The capacity study's plots draw the record's numbers, and the shipped full study is complete."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 from lattn_edu import recall  # noqa: E402  (needs torch, skipped above when missing)
 from lattn_edu.recall import plots  # noqa: E402
 from lattn_edu.recall import study as study_module  # noqa: E402
+from lattn_edu.records import load_record  # noqa: E402
 
 STUDY = recall.StudyConfig(base=recall.TINY, models=("linear", "deltanet", "softmax"), pair_counts=(3, 5),
                            seeds=(0, 1, 2), learning_rates=(1e-3, 3e-3), sweep_models=("linear", "softmax"),
@@ -113,6 +114,20 @@ def test_a_partial_record_says_how_many_seeds_each_point_has():
     fig = plots.plot_state_sweep(fake_record())
     assert "3 seeds" in fig.axes[0].get_title()
     plt.close(fig)
+
+
+def test_the_shipped_full_study_has_every_run_on_three_seeds_and_the_sweep():
+    """What chapters 7, 10 and 11 plot: the record must be the finished plan, nothing missing."""
+    record = load_record("recall_study_full.json")
+    config = record["config"]
+    study = recall.StudyConfig(**{**{k: v for k, v in config.items() if k in recall.StudyConfig.__dataclass_fields__},
+                                  "base": recall.RecallConfig(**config["base"])})
+    planned = [study_module.run_id(run) for run in recall.planned_runs(study)]
+    assert record["complete"] and sorted(record["finished"]) == sorted(planned)
+    assert {"deltanet", "gated_deltanet"} <= set(config["models"]) and len(config["seeds"]) >= 3
+    assert all(row["seeds"] == len(config["seeds"]) for part in ("main", "state_sweep")
+               for row in recall.summarise(record, part))
+    assert len(recall.summarise(record, "state_sweep")) == len(config["sweep_models"]) * len(config["sweep_widths"])
 
 
 def test_plateau_exit_is_the_end_of_the_first_window_below_half_the_guessing_loss():
