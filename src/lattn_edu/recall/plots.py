@@ -17,12 +17,12 @@ from ..book import PALETTE
 from .study import summarise, sweep_runs
 
 # (colour, line style, marker): distinct for every model, softmax and linear in chapter 7's
-# colours; eight colours for nine models, so the three Part I models that share one differ
-# in line and marker
+# colours, linear and DeltaNet (the chapters' main comparison) far apart; eight colours for
+# nine models, so the two Part I models that share one differ in line and marker
 STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], "-", "o"),
-          "deltanet": (PALETTE["vermillion"], "-", "o"), "gated_deltanet": (PALETTE["purple"], "-", "o"),
+          "deltanet": (PALETTE["black"], "-", "o"), "gated_deltanet": (PALETTE["purple"], "-", "o"),
           "mamba2": (PALETTE["green"], "-", "o"), "gla": (PALETTE["sky"], "-", "o"),
-          "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "--", "s"),
+          "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "-", "s"),
           "based": (PALETTE["purple"], "--", "s")}
 
 
