@@ -143,6 +143,9 @@ def test_late_drop_compares_the_means_of_the_last_windows():
     assert recall.late_drop({"loss_curve": [5.0] * 7}, windows=3) == 0.0
     with pytest.raises(ValueError, match="run has 5 loss-curve points; late_drop needs at least 2 \\* windows = 6"):
         recall.late_drop({"loss_curve": [1.0] * 5}, windows=3)
+    for bad in (0, -2, 2.0, True):
+        with pytest.raises(ValueError, match=f"windows must be a positive int; got {bad!r}"):
+            recall.late_drop({"loss_curve": [1.0] * 9}, windows=bad)
 
 
 def test_summary_table_names_softmax_state_as_its_cache_and_gives_mean_and_range():

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..book import PALETTE
-from .study import summarise, sweep_runs
+from .study import guessing_loss, summarise, sweep_runs
 
 # (colour, line style, marker): distinct for every model, softmax and linear in chapter 7's
 # colours, linear and DeltaNet (the chapters' main comparison) far apart; eight colours for
@@ -24,11 +24,6 @@ STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], 
           "mamba2": (PALETTE["green"], "-", "o"), "gla": (PALETTE["sky"], "-", "o"),
           "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "-", "s"),
           "based": (PALETTE["purple"], "--", "s")}
-
-
-def _chance_loss(record: dict[str, Any]) -> float:
-    """Cross-entropy of a uniform guess among the values (nats)."""
-    return float(np.log(record["config"]["base"]["num_values"]))
 
 
 def _seeds(rows: list[dict[str, Any]]) -> str:
@@ -60,7 +55,7 @@ def _loss_panels(record: dict[str, Any], panels: dict[str, list[dict[str, Any]]]
             ax.plot(steps, run["loss_curve"], line, color=colour, lw=1,
                     label=None if run["model"] in labelled else run["model"])
             labelled.add(run["model"])
-        ax.axhline(_chance_loss(record), color="gray", lw=0.8, ls="--",
+        ax.axhline(guessing_loss(record), color="gray", lw=0.8, ls="--",
                    label=None if "guessing" in labelled else "guessing")
         labelled.add("guessing")
         ax.set(yscale="log", xlabel="training step", title=title)

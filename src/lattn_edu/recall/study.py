@@ -161,6 +161,11 @@ def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True,
     return record
 
 
+def guessing_loss(record: dict[str, Any]) -> float:
+    """Cross-entropy of a uniform guess among the values (nats): where the loss plateau sits."""
+    return float(np.log(record["config"]["base"]["num_values"]))
+
+
 def plateau_exit(run: dict[str, Any], record: dict[str, Any]) -> int | None:
     """The step by which ``run`` left the loss plateau, or None if it never did.
 
@@ -168,16 +173,17 @@ def plateau_exit(run: dict[str, Any], record: dict[str, Any]) -> int | None:
     (ln of the number of values): there the right value gets about 1/sqrt(values) of the
     probability on average, clearly learning though far from done.
     """
-    config = record["config"]
-    half_chance = np.log(config["base"]["num_values"]) / 2
+    half_chance = guessing_loss(record) / 2
     first = next((i for i, loss in enumerate(run["loss_curve"]) if loss < half_chance), None)
-    return None if first is None else config["curve_every"] * (first + 1)
+    return None if first is None else record["config"]["curve_every"] * (first + 1)
 
 
 def late_drop(run: dict[str, Any], windows: int = 10) -> float:
     """How much the loss still fell at the end: 1 − (mean of the last ``windows`` curve points)
     / (mean of the ``windows`` before them). Averaging many windows keeps step noise out."""
     curve = run["loss_curve"]
+    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+        raise ValueError(f"windows must be a positive int; got {windows!r}")
     if len(curve) < 2 * windows:
         raise ValueError(f"run has {len(curve)} loss-curve points; late_drop needs at least "
                          f"2 * windows = {2 * windows}")
