@@ -116,6 +116,12 @@ def test_a_partial_record_says_how_many_seeds_each_point_has():
     plt.close(fig)
 
 
+def test_seed_counts_sort_as_numbers():
+    rows = [{"seeds": s} for s in (10, 2, 3)]
+    assert recall.seed_counts(rows) == "2–10"
+    assert recall.seed_counts(rows[:1] * 2) == "10"
+
+
 def test_the_shipped_full_study_has_every_run_on_three_seeds_and_the_sweep():
     """What chapters 7, 10 and 11 plot: the record must be the finished plan, nothing missing."""
     record = load_record("recall_study_full.json")

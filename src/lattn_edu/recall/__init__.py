@@ -47,8 +47,8 @@ from .mixers import (MIXERS, MODELS, BasedMixer, DeltaNetMixer, EluMixer, FavorM
                      GatedDeltaNetMixer, GlaMixer, LinearMixer, Mamba2Mixer, Mixer, RetentionMixer,
                      ScalarDecay, SelectiveMixer, SoftmaxMixer, make_mixer, mixer_class,
                      register_mixer)
-from .study import (FULL_STUDY, QUICK_STUDY, StudyConfig, late_drop, planned_runs, plateau_exit, run_study,
-                    summarise, sweep_runs)
+from .study import (FULL_STUDY, QUICK_STUDY, StudyConfig, guessing_loss, late_drop, planned_runs,
+                    plateau_exit, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
 from .task import make_batch
 from .training import accuracy, sweep, train_one
@@ -81,6 +81,7 @@ __all__ = [
     "config_from_args",
     "format_summary",
     "format_table",
+    "guessing_loss",
     "late_drop",
     "make_batch",
     "make_mixer",
@@ -90,6 +91,7 @@ __all__ = [
     "register_mixer",
     "run",
     "run_study",
+    "seed_counts",
     "summarise",
     "sweep",
     "sweep_runs",

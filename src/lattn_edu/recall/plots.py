@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..book import PALETTE
-from .study import guessing_loss, summarise, sweep_runs
+from .study import guessing_loss, seed_counts, summarise, sweep_runs
 
 # (colour, line style, marker): distinct for every model, softmax and linear in chapter 7's
 # colours, linear and DeltaNet (the chapters' main comparison) far apart; eight colours for
@@ -24,12 +24,6 @@ STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], 
           "mamba2": (PALETTE["green"], "-", "o"), "gla": (PALETTE["sky"], "-", "o"),
           "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "-", "s"),
           "based": (PALETTE["purple"], "--", "s")}
-
-
-def _seeds(rows: list[dict[str, Any]]) -> str:
-    """'3 seeds', or '1–3 seeds' where a partial record has fewer for some rows."""
-    counts = sorted({r["seeds"] for r in rows})
-    return f"{counts[0]} seed{'s' * (counts[0] > 1)}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]} seeds"
 
 
 def best_runs(record: dict[str, Any], model: str, num_pairs: int) -> list[dict[str, Any]]:
@@ -102,7 +96,7 @@ def plot_accuracy(record: dict[str, Any]) -> Any:
     ax.set_xticks(range(len(pairs)), [f"P = {p}" for p in pairs])
     rates = " and ".join(f"{rate:g}" for rate in config["learning_rates"])
     ax.set(ylabel="accuracy (bar: seeds' range)",
-           title=f"{config['base']['steps']:,} steps, {_seeds(rows)}, best lr of {rates}")
+           title=f"{config['base']['steps']:,} steps, {seed_counts(rows)} seeds, best lr of {rates}")
     fig.legend(loc="outside right upper", fontsize=8)
     return fig
 
@@ -125,6 +119,6 @@ def plot_state_sweep(record: dict[str, Any]) -> Any:
     ax.set_xticks(np.log2(widths), [f"{w}\n(d_head = {w // heads})" for w in widths])
     ax.set(xlabel="width d_model (a head's state is about d_head × d_head)",
            ylabel="accuracy (bar: seeds' range)",
-           title=f"P = {config['sweep_pairs']} pairs, lr {config['sweep_learning_rate']:g}, {_seeds(rows)}")
+           title=f"P = {config['sweep_pairs']} pairs, lr {config['sweep_learning_rate']:g}, {seed_counts(rows)} seeds")
     fig.legend(loc="outside right upper", fontsize=8)
     return fig

@@ -161,6 +161,13 @@ def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True,
     return record
 
 
+def seed_counts(rows: list[dict[str, Any]]) -> str:
+    """How many seeds the summary ``rows`` rest on: '3', or '1–3' where a partial record
+    has fewer for some rows."""
+    counts = sorted({r["seeds"] for r in rows})
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+
+
 def guessing_loss(record: dict[str, Any]) -> float:
     """Cross-entropy of a uniform guess among the values (nats): where the loss plateau sits."""
     return float(np.log(record["config"]["base"]["num_values"]))
