@@ -115,6 +115,28 @@ def measured_favor_variance(q, k, m, draws=20_000, seed=0):
     estimates = products.sum(axis=1) * draws  # φ(q)·φ(k) of each width-m map  [draws]
     return float(estimates.var(ddof=1))
 
+
+# The trigonometric estimate's relative mean squared error, 2 (cosh ||q - k||² - 1) / m,
+# for unit q, k with q·k = 0.5 (so ||q - k||² = 1) and m = 16 features (8 directions).
+TRIG_RELATIVE_MSE = 2 * (np.cosh(1.0) - 1) / 16
+
+
+def measured_trig_relative_mse(q, k, m, draws=20_000, seed=0):
+    """The mean of ((φ(q)·φ(k) - e^(q·k)) / e^(q·k))² over ``draws`` independent
+    trigonometric maps of width m (m/2 iid directions each).
+
+    One wide map with m·draws/2 directions is cut into groups of m/2: the cosine and sine
+    products of a direction are added, and each group's sum times ``draws`` is the
+    estimate of a width-m map (its 2/m in place of the wide map's 2/(m·draws)).
+    """
+    wide = la.TrigonometricFeatures(q.shape[-1], m * draws, seed=seed)
+    products = wide(q) * wide(k)  # [m·draws]: the cosine half, then the sine half
+    per_direction = products[: m * draws // 2] + products[m * draws // 2:]  # [m·draws/2]
+    estimates = per_direction.reshape(draws, m // 2).sum(axis=1) * draws  # [draws]
+    exact = np.exp(q @ k)
+    return float(np.mean(((estimates - exact) / exact) ** 2))
+
+
 EXERCISES = [
     Exercise("ch06.favor_features", "Build the FAVOR+ features φ(x) from the projection W", "code",
              solution_favor_features, _check_favor_features),
@@ -127,6 +149,9 @@ EXERCISES = [
                    float(RELATIVE_MSE), rtol=4e-3),
     code_exercise("ch06.favor_variance", "Derive the variance of the FAVOR+ estimate of e^(q·k)",
                   solution_favor_variance, _variance_cases, rtol=1e-6),
+    value_exercise("ch06.trig_error",
+                   "Derive the trigonometric estimate's relative error; evaluate it at unit q, k, q·k = 0.5, m = 16",
+                   float(TRIG_RELATIVE_MSE), rtol=4e-3),
     value_exercise("ch06.features_for_accuracy",
                    "The fewest iid features for a 10% relative RMS error at unit q, k, q·k = 0.5",
                    float(FEATURES_FOR_TEN_PERCENT), rtol=1e-4),

@@ -102,6 +102,17 @@ def _check_elu_limit(answer):
     check_function(answer, solution_elu_limit_weights, _limit_cases(), rtol=1e-5)
 
 
+
+def largest_block_rank(n, m, t):
+    """The largest rank of the causal block rows >= t, columns < t of an N x N linear-attention
+    matrix with m features: an (N - t) x t matrix that factors through m dimensions."""
+    return min(m, t, n - t)
+
+
+# Cuts after 8, 128 and 250 of 256 tokens with m = 16: the short side or m, whichever is smaller.
+BLOCK_CUTS = (8, 128, 250)
+BLOCK_RANKS = np.array([largest_block_rank(256, 16, t) for t in BLOCK_CUTS], dtype=float)
+
 EXERCISES = [
     Exercise("ch07.numerical_rank", "Estimate the numerical rank of a matrix", "code",
              solution_numerical_rank, _check_numerical_rank),
@@ -111,7 +122,7 @@ EXERCISES = [
              solution_causal_denominator, _check_causal_denominator),
     Exercise("ch07.elu_limit", "Derive the zero-temperature limit of elu+1 attention weights",
              "code", solution_elu_limit_weights, _check_elu_limit),
-    value_exercise("ch07.max_rank",
-                   "The largest possible rank of a non-causal linear-attention matrix with N = 256, m = 16",
-                   16.0, rtol=1e-6),
+    value_exercise("ch07.block_rank",
+                   "The largest rank of the causal block from queries >= t to keys < t, N = 256, m = 16",
+                   BLOCK_RANKS, rtol=1e-6),
 ]
