@@ -10,7 +10,7 @@ import numpy as np
 
 import lattn_edu as la
 
-from .base import Exercise, check_function, code_exercise, value_exercise
+from .base import Exercise, _as_array, assert_matches, check_function, code_exercise, value_exercise
 
 
 def solution_favor_features(x, W):
@@ -120,6 +120,30 @@ def measured_favor_variance(q, k, m, draws=20_000, seed=0):
 # for unit q, k with q·k = 0.5 (so ||q - k||² = 1) and m = 16 features (8 directions).
 TRIG_RELATIVE_MSE = 2 * (np.cosh(1.0) - 1) / 16
 
+# The exercise's two numbers: the trigonometric error, and how many times larger FAVOR+'s
+# error is for the same pair (the trigonometric features are the better ones here).
+TRIG_ANSWER = np.array([TRIG_RELATIVE_MSE, RELATIVE_MSE / TRIG_RELATIVE_MSE])
+
+
+def _check_trig_error(answer):
+    """Each of the two numbers to within 0.4% of itself (one tolerance for both would let the
+    small error through almost unchecked, next to a factor of about 18)."""
+    assert_matches(answer, TRIG_ANSWER, np.inf, "your answer")  # two finite numbers
+    got = _as_array(answer, "your answer")
+    for position, what in enumerate(("the trigonometric error", "FAVOR+'s error over it")):
+        assert_matches(got[position], TRIG_ANSWER[position], 4e-3, f"your answer ({what})")
+
+# What the chapter measured for entries of std 0.5 (N = 256, d = 16), rounded as printed
+# there: the first-order constant C of eq-ch06-first-order and elu+1's relative error.
+# The chapter asserts that its own computation still rounds to these.
+FIRST_ORDER_C = 2.7
+ELU_ERROR = 0.208
+
+
+def features_to_beat(first_order_c, error_to_beat):
+    """The smallest m with C/√m <= the error to beat, by the first-order theory: m >= (C/e)²."""
+    return int(np.ceil((first_order_c / error_to_beat) ** 2))
+
 
 def measured_trig_relative_mse(q, k, m, draws=20_000, seed=0):
     """The mean of ((φ(q)·φ(k) - e^(q·k)) / e^(q·k))² over ``draws`` independent
@@ -149,9 +173,12 @@ EXERCISES = [
                    float(RELATIVE_MSE), rtol=4e-3),
     code_exercise("ch06.favor_variance", "Derive the variance of the FAVOR+ estimate of e^(q·k)",
                   solution_favor_variance, _variance_cases, rtol=1e-6),
-    value_exercise("ch06.trig_error",
-                   "Derive the trigonometric estimate's relative error; evaluate it at unit q, k, q·k = 0.5, m = 16",
-                   float(TRIG_RELATIVE_MSE), rtol=4e-3),
+    Exercise("ch06.trig_error",
+             "Derive the trigonometric estimate's relative error; evaluate it at unit q, k, q·k = 0.5, "
+             "m = 16, and compare it with FAVOR+'s", "value", TRIG_ANSWER, _check_trig_error),
+    value_exercise("ch06.features_to_beat_elu",
+                   "Predict from the first-order theory the m at which FAVOR+ beats elu+1",
+                   float(features_to_beat(FIRST_ORDER_C, ELU_ERROR)), rtol=1e-4),
     value_exercise("ch06.features_for_accuracy",
                    "The fewest iid features for a 10% relative RMS error at unit q, k, q·k = 0.5",
                    float(FEATURES_FOR_TEN_PERCENT), rtol=1e-4),
