@@ -30,19 +30,73 @@ def test_trig_error_formula_matches_a_measurement(cos, radius, m):
 
 def test_trig_error_answer_is_the_measured_one_at_the_exercise_point():
     q, k = unit_pair(0.5, 9, seed=65)
+    trig_mse, favor_over_trig = exercises.CATALOG["ch06.trig_error"].solution
     measured = ch06.measured_trig_relative_mse(q, k, 16, draws=40_000, seed=1)
-    assert measured == pytest.approx(exercises.CATALOG["ch06.trig_error"].solution, rel=0.03)
+    assert measured == pytest.approx(trig_mse, rel=0.03)
+    # FAVOR+'s relative error at the same point, measured; its long tail needs a loose tolerance
+    favor_mse = ch06.measured_favor_variance(q, k, 16, draws=40_000, seed=2) / np.exp(2 * q @ k)
+    assert favor_mse / measured == pytest.approx(favor_over_trig, rel=0.2)
+    assert favor_over_trig > 10  # the trigonometric features are the better ones here
+
+
+TRIG = 2 * (np.cosh(1.0) - 1) / 16
+FAVOR = (np.exp(3.0) - 1) / 16
 
 
 @pytest.mark.parametrize("wrong", [
-    (np.cosh(1.0) - 1) / 16,  # m/2 directions forgotten: one term per feature
-    2 * (np.cosh(1.0) - 1) / 8,  # the number of directions in place of m
-    2 * (np.cosh(3.0) - 1) / 16,  # ||q + k||² in place of ||q - k||²
-    (np.exp(3.0) - 1) / 16,  # FAVOR+'s error at the same point
+    [(np.cosh(1.0) - 1) / 16, FAVOR / TRIG],  # m/2 directions forgotten: one term per feature
+    [2 * (np.cosh(1.0) - 1) / 8, FAVOR / TRIG],  # the number of directions in place of m
+    [2 * (np.cosh(3.0) - 1) / 16, FAVOR / TRIG],  # ||q + k||² in place of ||q - k||²
+    [FAVOR, FAVOR / TRIG],  # FAVOR+'s error at the same point
+    [TRIG, TRIG / FAVOR],  # the factor turned upside down
+    [TRIG, np.sqrt(FAVOR / TRIG)],  # the ratio of RMS errors, not of mean squared errors
 ])
 def test_trig_error_rejects_the_likely_slips(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
-        exercises.CATALOG["ch06.trig_error"].check(wrong)
+        exercises.CATALOG["ch06.trig_error"].check(np.array(wrong))
+
+
+def test_trig_error_needs_both_numbers():
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch06.trig_error"].check(TRIG)
+
+
+@pytest.mark.parametrize("c, error", [(2.7, 0.208), (1.3, 0.05), (40.0, 0.9)])
+def test_features_to_beat_is_the_first_m_where_the_theory_crosses(c, error):
+    m = ch06.features_to_beat(c, error)
+    assert c / np.sqrt(m) <= error < c / np.sqrt(m - 1)
+
+
+def test_features_to_beat_elu_accepts_the_prediction_only():
+    exercise = exercises.CATALOG["ch06.features_to_beat_elu"]
+    exercise.check(169)
+    for wrong in (168, 13, 730, 128):  # floor, C/e unsquared, 100 C², the measured crossing
+        with pytest.raises(ExerciseFailed, match="wrong value"):
+            exercise.check(wrong)
+
+
+def test_rank_predictions_are_what_the_package_measures():
+    rng = np.random.default_rng(79)
+    features = la.FavorPlus(16, 8, seed=3)
+    keys, values = rng.standard_normal((257, 16)) * 0.5, rng.standard_normal((257, 32))
+    q, k = rng.standard_normal((2, 257, 4))
+    measured = [la.numerical_rank(features(keys[:5]).T @ values[:5]),
+                la.numerical_rank(features(keys).T @ values),
+                la.numerical_rank((q @ k.T) ** 2)]
+    assert measured == list(exercises.CATALOG["ch07.numerical_rank"].solution)
+
+
+@pytest.mark.parametrize("d", [1, 3, 5])
+def test_squared_kernel_rank_is_reached_on_random_inputs(d):
+    rng = np.random.default_rng(d)
+    q, k = rng.standard_normal((2, 41, d))
+    assert la.numerical_rank((q @ k.T) ** 2) == ch07.squared_kernel_rank(d)
+
+
+@pytest.mark.parametrize("wrong", [[5, 8, 16], [8, 8, 10], [5, 32, 10], [5, 256, 10]])
+def test_rank_predictions_reject_the_likely_slips(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch07.numerical_rank"].check(np.array(wrong, dtype=float))
 
 
 def test_block_ranks_are_what_the_package_measures():
