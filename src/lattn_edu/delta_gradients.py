@@ -7,11 +7,11 @@ Forward (see :mod:`lattn_edu.delta`), one step in three parts:
     S_t = P_t + β_t k_t e_tᵀ,    o_t = σ S_tᵀ q_t
 
 With D_t = ∂ℓ/∂S_t, which collects σ q_t do_tᵀ from o_t and a_{t+1}(I − β k kᵀ)D_{t+1} from
-the next step, and r_t = D_tᵀ k_t, the reverse sweep gives
+the next step, and ρ_t = D_tᵀ k_t, the reverse sweep gives
 
-    dq_t = σ S_t do_t            dv_t = β_t r_t              dβ_t = e_t · r_t
-    dk_t = β_t (D_t e_t − P_t r_t)                           dg_t = ⟨P_t, (I − β_t k_t k_tᵀ) D_t⟩
-    D_{t-1} = a_t (I − β_t k_t k_tᵀ) D_t
+    dq_t = σ S_t do_t            dv_t = β_t ρ_t              dβ_t = e_t · ρ_t
+    dk_t = β_t (D_t e_t − P_t ρ_t)                           dg_t = ⟨P_t, (I − β_t k_t k_tᵀ) D_t⟩
+    D_{t-1} = σ q_{t-1} do_{t-1}ᵀ + a_t (I − β_t k_t k_tᵀ) D_t
 
 Unlike gated linear attention (:mod:`lattn_edu.gradients`) the sweep needs S_{t−1} at every
 step, and S_{t−1} cannot be recovered from S_t: I − β k kᵀ is singular at β = 1. The
@@ -60,17 +60,19 @@ def reverse_sweep(q, k, beta, g, scaled_do, before, errors, d_state) -> tuple[np
     dq, dk, dv = np.empty(q.shape, q.dtype), np.empty(k.shape, k.dtype), np.empty(errors.shape, q.dtype)
     d_beta, d_g = np.empty(beta.shape, q.dtype), np.empty(beta.shape, q.dtype)
     for t in reversed(range(q.shape[-2])):
-        k_t, e_t, b_t = k[..., t, :], errors[..., t, :], beta[..., t, None]  # [..., d_k], [..., d_v], [..., 1]
+        k_t, e_t, b_t = k[..., t, :], errors[..., t, :], beta[..., t, None]  # [..., d_k | d_v | 1]
         decay = np.exp(g[..., t, None, None])
         p = decay * before[..., t, :, :]  # P_t  [..., d_k, d_v]
         s = p + k_t[..., :, None] * (b_t * e_t)[..., None, :]  # S_t
         d_state = d_state + q[..., t, :, None] * scaled_do[..., t, None, :]  # D_t
-        r = np.einsum("...kv,...k->...v", d_state, k_t)  # r_t = D_tᵀ k_t  [..., d_v]
+        rho = np.einsum("...kv,...k->...v", d_state, k_t)  # ρ_t = D_tᵀ k_t  [..., d_v]
         dq[..., t, :] = np.einsum("...kv,...v->...k", s, scaled_do[..., t, :])
-        dv[..., t, :] = b_t * r
-        d_beta[..., t] = np.einsum("...v,...v->...", e_t, r)
-        dk[..., t, :] = b_t * (np.einsum("...kv,...v->...k", d_state, e_t) - np.einsum("...kv,...v->...k", p, r))
-        d_p = d_state - k_t[..., :, None] * (b_t * r)[..., None, :]  # (I − β k kᵀ) D_t
+        dv[..., t, :] = b_t * rho
+        d_beta[..., t] = np.einsum("...v,...v->...", e_t, rho)
+        through_write = np.einsum("...kv,...v->...k", d_state, e_t)  # D_t e_t  [..., d_k]
+        through_read = np.einsum("...kv,...v->...k", p, rho)  # P_t ρ_t
+        dk[..., t, :] = b_t * (through_write - through_read)
+        d_p = d_state - k_t[..., :, None] * (b_t * rho)[..., None, :]  # (I − β k kᵀ) D_t
         d_g[..., t] = np.einsum("...kv,...kv->...", d_p, p)
         d_state = decay * d_p  # D_{t−1}
     return dq, dk, dv, d_beta, d_g, d_state
