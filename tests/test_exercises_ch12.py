@@ -73,23 +73,42 @@ def test_delta_log_decay_identity_matches_autograd():
                                rtol=1e-9, atol=1e-12)
 
 
+def test_delta_log_decay_reference_is_independent_of_the_packages_backward(monkeypatch):
+    """The checker measures dg from the forward, so it cannot agree with a wrong delta_rule_vjp."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the reference called delta_rule_vjp")
+
+    case = ch12._delta_cases(10)[1]
+    expected = ch12.solution_delta_log_decay(**case)
+    monkeypatch.setattr(la, "delta_rule_vjp", refuse)
+    np.testing.assert_allclose(ch12.measured_delta_log_decay(**case), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_delta_log_decay_off_by_a_small_factor_is_rejected():
+    def slightly_off(q, k, v, beta, log_decay, grad_o):
+        return 1.0001 * ch12.solution_delta_log_decay(q, k, v, beta, log_decay, grad_o)
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch12.delta_log_decay"].check(slightly_off)
+
+
 def test_ut_backward_without_the_triangular_mask_is_rejected():
     def unmasked(k, beta, d_t):  # lets the constant diagonal and upper triangle of I + A move
         t_matrix = np.linalg.inv(np.eye(len(k)) + np.tril(beta[:, None] * (k @ k.T), -1))
-        d_a = -t_matrix.T @ d_t @ t_matrix.T
-        weighted = beta[:, None] * d_a
-        return (weighted + weighted.T) @ k, (d_a * (k @ k.T)).sum(1)
+        d_gamma = -t_matrix.T @ d_t @ t_matrix.T
+        weighted = beta[:, None] * d_gamma
+        return (weighted + weighted.T) @ k, (d_gamma * (k @ k.T)).sum(1)
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
         exercises.CATALOG["ch12.ut_backward"].check(unmasked)
 
 
 def test_ut_backward_with_one_sided_key_gradient_is_rejected():
-    def one_sided(k, beta, d_t):  # k_j appears in row j and in column j of A; this keeps only rows
+    def one_sided(k, beta, d_t):  # k_j appears in row j and in column j of Γ; this keeps only rows
         dk, d_beta = ch12.solution_ut_backward(k, beta, d_t)
         t_matrix = np.linalg.inv(np.eye(len(k)) + np.tril(beta[:, None] * (k @ k.T), -1))
-        d_a = np.tril(-t_matrix.T @ d_t @ t_matrix.T, -1)
-        return (beta[:, None] * d_a) @ k, d_beta
+        d_gamma = np.tril(-t_matrix.T @ d_t @ t_matrix.T, -1)
+        return (beta[:, None] * d_gamma) @ k, d_beta
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
         exercises.CATALOG["ch12.ut_backward"].check(one_sided)

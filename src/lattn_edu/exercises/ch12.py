@@ -2,8 +2,8 @@
 a segment hands to the one before it, the gated delta rule's dg, and the backward pass through
 the UT transform (the step DeltaNet's chunkwise training adds to the forward's chain rule).
 
-The checkers compare against the package: its forward passes (the gradient of a linear or
-smooth function, measured from them) and ``la.delta_rule_vjp``.
+The checkers measure each gradient from the package's forward passes (exactly, for a function
+affine in S_0, or by central differences), never from the package's own backward.
 """
 
 from __future__ import annotations
@@ -74,23 +74,34 @@ def _delta_cases(seed):
     return cases
 
 
-def _check_delta_log_decay(answer):
-    def package(q, k, v, beta, log_decay, grad_o):
-        return la.delta_rule_vjp(q, k, v, beta, grad_o, log_decay, scale=1.0)[4]
+def measured_delta_log_decay(q, k, v, beta, log_decay, grad_o, step=1e-6):
+    """dg by central differences of ``la.delta_rule``'s forward: ℓ = Σ O ⊙ dO, one g_t at a time."""
+    def loss(g):
+        out = la.delta_rule(q, k, v, beta, g, scale=1.0, form="recurrent")
+        return float((out * grad_o).sum())
 
-    check_function(answer, package, _delta_cases(121), rtol=1e-8)
+    grad = np.empty_like(log_decay)
+    for t in range(len(log_decay)):
+        moved = np.zeros_like(log_decay)
+        moved[t] = step
+        grad[t] = (loss(log_decay + moved) - loss(log_decay - moved)) / (2 * step)
+    return grad
+
+
+def _check_delta_log_decay(answer):
+    check_function(answer, measured_delta_log_decay, _delta_cases(121), rtol=1e-6)
 
 
 def solution_ut_backward(k, beta, d_t):
-    """(dk, dβ) through T = (I + A)⁻¹, A = tril(diag(β) K Kᵀ, −1), given dT = ∂ℓ/∂T.
+    """(dk, dβ) through T = (I + Γ)⁻¹, Γ = tril(diag(β) K Kᵀ, −1), given dT = ∂ℓ/∂T.
 
-    dA = −Tᵀ dT Tᵀ on the strict lower triangle; A_ij = β_i k_i·k_j gives
-    dβ_i = Σ_j dA_ij k_i·k_j and, with B = diag(β) dA, dK = (B + Bᵀ) K.
+    dΓ = −Tᵀ dT Tᵀ on the strict lower triangle; Γ_ij = β_i k_i·k_j gives
+    dβ_i = Σ_j dΓ_ij k_i·k_j and, with B = diag(β) dΓ, dK = (B + Bᵀ) K.
     """
     t_matrix = np.linalg.inv(np.eye(len(k)) + np.tril(beta[:, None] * (k @ k.T), -1))
-    d_a = np.tril(-t_matrix.T @ d_t @ t_matrix.T, -1)  # [C, C]
-    weighted = beta[:, None] * d_a  # B
-    return (weighted + weighted.T) @ k, (d_a * (k @ k.T)).sum(1)
+    d_gamma = np.tril(-t_matrix.T @ d_t @ t_matrix.T, -1)  # [C, C]
+    weighted = beta[:, None] * d_gamma  # B
+    return (weighted + weighted.T) @ k, (d_gamma * (k @ k.T)).sum(1)
 
 
 def measured_ut_gradient(k, beta, d_t, step=1e-6):
