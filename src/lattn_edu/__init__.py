@@ -11,6 +11,7 @@ from .delta import delta_rule, ut_transform
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
                            identity_feature_map, relu_feature_map, taylor_features, taylor_width)
 from .gated import decay_mask, gated_linear_attention, segment_sums
+from .delta_gradients import delta_rule_vjp
 from .gradients import gated_linear_attention_vjp
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
                      quadratic_linear_attention, recurrent_linear_attention)
@@ -35,6 +36,7 @@ __all__ = [
     "decay_mask",
     "decay_matrix",
     "delta_rule",
+    "delta_rule_vjp",
     "denominator_drift",
     "diagonal_ssm",
     "effective_attention_matrix",

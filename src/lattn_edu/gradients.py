@@ -107,10 +107,10 @@ def chunkwise_vjp(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, gr
     return dq, dk, dv
 
 
-def check_grad_o(grad_o: Any, q: Any, v: Any) -> np.ndarray:
+def check_grad_o(grad_o: Any, q: Any, v: Any, function: str = "gated_linear_attention_vjp") -> np.ndarray:
     """dO: a numpy array shaped like the output [..., N, d_v], in q's dtype, finite."""
     if is_torch_tensor(grad_o) or is_torch_tensor(q):
-        raise TypeError("gated_linear_attention_vjp is plain numpy: pass numpy arrays "
+        raise TypeError(f"{function} is plain numpy: pass numpy arrays "
                         "(torch computes this gradient itself with autograd)")
     grad_o = check_sequence(grad_o, "grad_o")
     expected = tuple(q.shape[:-1]) + (v.shape[-1],)
