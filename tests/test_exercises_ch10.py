@@ -53,3 +53,45 @@ def test_chunk_step_as_additive_attention_is_rejected():
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
         exercises.CATALOG["ch10.chunk_step"].check(additive)
+
+
+def test_paper_chunk_step_is_in_the_catalog():
+    assert "ch10.paper_chunk_step" in CH10
+
+
+def test_paper_chunk_step_in_the_books_layout_is_rejected():
+    from lattn_edu.exercises import ch10
+
+    def book_layout(q, k, v, beta, log_decay, state):  # forgets to transpose the state it returns
+        out, after = ch10.solution_paper_chunk_step(q, k, v, beta, log_decay, state)
+        return out, after.T
+
+    with pytest.raises(ExerciseFailed, match="shape"):
+        exercises.CATALOG["ch10.paper_chunk_step"].check(book_layout)
+
+
+def test_paper_chunk_step_with_an_ungated_t_matrix_is_rejected():
+    import lattn_edu as la
+    from lattn_edu.exercises import ch10
+
+    def ungated_t(q, k, v, beta, log_decay, state):  # Γ without the decay mask L
+        real = la.ut_transform
+        la.ut_transform = lambda k, beta, log_decay=None: real(k, beta)
+        try:
+            return ch10.solution_paper_chunk_step(q, k, v, beta, log_decay, state)
+        finally:
+            la.ut_transform = real
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch10.paper_chunk_step"].check(ungated_t)
+
+
+def test_paper_chunk_step_without_the_decay_on_the_incoming_state_is_rejected():
+    from lattn_edu.exercises import ch10
+
+    def undecayed(q, k, v, beta, log_decay, state):  # passes the incoming state on without γ_C
+        out, after = ch10.solution_paper_chunk_step(q, k, v, beta, log_decay, state)
+        return out, after + (1 - np.exp(np.sum(log_decay))) * state
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch10.paper_chunk_step"].check(undecayed)

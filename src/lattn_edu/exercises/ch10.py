@@ -1,5 +1,6 @@
 """Exercises for chapter 10: the delta update, its gradient-step derivation, the crosstalk term,
-a chunk's T matrix and one chunkwise step of the delta rule.
+a chunk's T matrix, one chunkwise step of the delta rule, and the gated chunkwise step derived
+in the papers' transposed layout.
 
 The checkers compare against ``la.delta_rule`` (recurrent form, with an initial state and the
 final state returned; with β = 1 its step is S minus the gradient), ``la.ut_transform`` and
@@ -124,6 +125,38 @@ def _check_chunk_step(answer):
     check_function(answer, _chunk_reference, _chunk_cases(), rtol=1e-9, outputs=2)
 
 
+def solution_paper_chunk_step(q, k, v, beta, log_decay, state):
+    """One gated chunk in the papers' layout: state [d_v, d_k] -> (outputs [C, d_v], state after [d_v, d_k]).
+
+    The book's S is the papers' state transposed, so every place S enters is transposed.
+    """
+    gamma = np.exp(np.cumsum(log_decay))  # γ_t = e^{ḡ_t}  [C]
+    mask = la.decay_mask(log_decay)  # L  [C, C]
+    t_matrix = la.ut_transform(k, beta, log_decay)  # (I + Γ^g)⁻¹  [C, C]
+    w = t_matrix @ ((beta * gamma)[:, None] * k)  # W  [C, d_k]
+    u = t_matrix @ (beta[:, None] * v) - w @ state.T  # new values U − W Sᵀ  [C, d_v]
+    out = gamma[:, None] * (q @ state.T) + ((q @ k.T) * mask) @ u
+    return out, gamma[-1] * state + (mask[-1][:, None] * u).T @ k
+
+
+def _paper_cases():
+    rng = np.random.default_rng(105)
+    return [{"q": rng.standard_normal((c, d_k)), "k": _unit(rng.standard_normal((c, d_k))),
+             "v": rng.standard_normal((c, d_v)), "beta": rng.uniform(0, 2, c),
+             "log_decay": -rng.uniform(0, 0.4, c), "state": rng.standard_normal((d_v, d_k))}
+            for c, d_k, d_v in ((1, 3, 2), (6, 5, 3), (13, 4, 7), (24, 9, 6))]  # d_k ≠ d_v: layouts differ
+
+
+def _paper_reference(q, k, v, beta, log_decay, state):
+    out, book_state = la.delta_rule(q, k, v, beta, log_decay, scale=1.0, form="recurrent",
+                                    initial_state=state.T, return_state=True)
+    return out, book_state.T
+
+
+def _check_paper_chunk_step(answer):
+    check_function(answer, _paper_reference, _paper_cases(), rtol=1e-9, outputs=2)
+
+
 EXERCISES = [
     Exercise("ch10.delta_update", "One write of the delta rule", "code", solution_delta_update,
              _check_delta_update),
@@ -135,4 +168,6 @@ EXERCISES = [
              _check_t_matrix),
     Exercise("ch10.chunk_step", "One chunkwise step of the delta rule", "code", solution_chunk_step,
              _check_chunk_step),
+    Exercise("ch10.paper_chunk_step", "Gated DeltaNet's chunkwise step, derived in the papers' layout",
+             "code", solution_paper_chunk_step, _check_paper_chunk_step),
 ]
