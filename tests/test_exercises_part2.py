@@ -94,3 +94,32 @@ def test_log_decay_gradient_as_a_forward_sum_is_rejected():
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
         exercises.CATALOG["ch12.log_decay_gradient"].check(forward_sum)
+
+
+def test_ssd_matrix_is_in_the_catalog():
+    assert "ch11.ssd_matrix" in PART2
+
+
+@pytest.mark.parametrize("mistake", ["no step size in b", "step size of the row", "no skip"])
+def test_ssd_matrix_rejects_the_likely_slips(mistake):
+    def slipped(delta, a, b, c, d_skip):
+        mask = ch11.solution_decay_mask(a * delta)
+        if mistake == "no step size in b":
+            return (c @ b.T) * mask + d_skip * np.eye(len(delta))
+        if mistake == "step size of the row":  # Δ_i instead of Δ_j
+            return delta[:, None] * (c @ b.T) * mask + d_skip * np.eye(len(delta))
+        return (c @ (delta[:, None] * b).T) * mask
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch11.ssd_matrix"].check(slipped)
+
+
+def test_ssd_matrix_from_products_of_decays_is_rejected():
+    def by_products(delta, a, b, c, d_skip):  # P_i / P_j: 0/0 once the products underflow
+        prefix = np.cumprod(np.exp(a * delta))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mask = np.tril(prefix[:, None] / prefix[None, :])
+        return (c @ (delta[:, None] * b).T) * mask + d_skip * np.eye(len(delta))
+
+    with pytest.raises(ExerciseFailed, match="NaN or inf"):
+        exercises.CATALOG["ch11.ssd_matrix"].check(by_products)

@@ -1,8 +1,9 @@
 """Exercises for chapter 11: segment sums, one chunked step with a scalar gate, the scan
-operator, and the cost of the doubling scan.
+operator, the cost of the doubling scan, and Mamba-2's SSD matrix derived from the paper's
+recurrence.
 
 The checkers compare against ``la.decay_mask``, ``la.gated_linear_attention`` (with an initial
-state and the final state returned) and ``lattn_edu.scan.combine``.
+state and the final state returned), ``lattn_edu.scan.combine`` and ``la.ssm_mixing_matrix``.
 """
 
 from __future__ import annotations
@@ -88,6 +89,32 @@ def _doubling_combines(n):
     return sum(n - 2**r for r in range(math.ceil(math.log2(n))))
 
 
+def solution_ssd_matrix(delta, a, b, c, d_skip):
+    """Mamba-2's M with Y = M X: delta [N], a < 0, b, c [N, m], d_skip -> [N, N]."""
+    mask = solution_decay_mask(a * delta)  # exp(A Σ_{l=j+1..i} Δ_l)  [N, N]
+    return (c @ (delta[:, None] * b).T) * mask + d_skip * np.eye(len(delta))
+
+
+def _ssd_cases():
+    rng = np.random.default_rng(113)
+    cases = [{"delta": rng.uniform(0.01, 1.0, n), "a": -rng.uniform(0.5, 2.0),
+              "b": rng.standard_normal((n, m)), "c": rng.standard_normal((n, m)),
+              "d_skip": rng.standard_normal()} for n, m in ((1, 2), (7, 3), (19, 5))]
+    strong = np.full(30, 40.0)  # e^{ΔA} underflows: products of decays give 0/0
+    cases.append({"delta": strong, "a": -1.5, "b": rng.standard_normal((30, 4)),
+                  "c": rng.standard_normal((30, 4)), "d_skip": 0.7})
+    return cases
+
+
+def _ssd_reference(delta, a, b, c, d_skip):
+    decay = np.exp(a * delta)[:, None]  # one scalar a_t per step  [N, 1]
+    return la.ssm_mixing_matrix(decay, delta[:, None] * b, c) + d_skip * np.eye(len(delta))
+
+
+def _check_ssd_matrix(answer):
+    check_function(answer, _ssd_reference, _ssd_cases(), rtol=1e-9)
+
+
 EXERCISES = [
     Exercise("ch11.decay_mask", "The decay mask from segment sums, without underflow", "code",
              solution_decay_mask, _check_decay_mask),
@@ -96,4 +123,6 @@ EXERCISES = [
     Exercise("ch11.combine", "The scan operator (a, x) ∘ (a', x')", "code", solution_combine, _check_combine),
     value_exercise("ch11.doubling_combines", "Combines of the doubling scan at N = 1000",
                    _doubling_combines(1000), rtol=0),
+    Exercise("ch11.ssd_matrix", "Mamba-2's SSD matrix, with the step size and the D skip", "code",
+             solution_ssd_matrix, _check_ssd_matrix),
 ]
