@@ -95,3 +95,16 @@ def test_paper_chunk_step_without_the_decay_on_the_incoming_state_is_rejected():
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
         exercises.CATALOG["ch10.paper_chunk_step"].check(undecayed)
+
+
+@pytest.mark.parametrize("steps", [lambda n: np.ones(n), lambda n: np.full(n, 1.0 / n),
+                                   lambda n: 1.0 / np.arange(2, n + 2)],
+                         ids=["beta-1-keeps-the-latest", "constant-1-over-n", "off-by-one"])
+def test_mean_steps_rejects_the_likely_slips(steps):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch10.mean_steps"].check(steps)
+
+
+def test_mean_steps_outside_the_stable_range_are_refused_clearly():
+    with pytest.raises(ExerciseFailed, match="refused"):
+        exercises.CATALOG["ch10.mean_steps"].check(lambda n: np.full(n, 3.0))

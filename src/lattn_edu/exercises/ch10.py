@@ -1,5 +1,5 @@
-"""Exercises for chapter 10: the delta update, its gradient-step derivation, the crosstalk term,
-a chunk's T matrix, one chunkwise step of the delta rule, and the gated chunkwise step derived
+"""Exercises for chapter 10: the delta update, its gradient-step derivation, the step sizes that
+make it a running mean, the crosstalk term, a chunk's T matrix, one chunkwise step of the delta rule, and the gated chunkwise step derived
 in the papers' transposed layout.
 
 The checkers compare against ``la.delta_rule`` (recurrent form, with an initial state and the
@@ -14,7 +14,7 @@ import numpy as np
 import lattn_edu as la
 from lattn_edu.memory import crosstalk
 
-from .base import Exercise, check_function
+from .base import Exercise, ExerciseFailed, assert_matches, check_function
 
 
 def _unit(x):
@@ -64,6 +64,43 @@ def _gradient_reference(state, k, v):
 
 def _check_loss_gradient(answer):
     check_function(answer, _gradient_reference, _gradient_cases(), rtol=1e-10)
+
+
+def solution_mean_steps(n):
+    """β_t = 1/t: the blend (1 − β_t)·old + β_t·v_t of a repeated key is then the running mean."""
+    return 1.0 / np.arange(1, n + 1)
+
+
+def _mean_steps_reads(answer, n, keys, values):
+    """The reads Sᵀk after each write with the answer's step sizes, or ExerciseFailed saying why not."""
+    name = getattr(answer, "__name__", "your function")
+    try:
+        beta = answer(n=n)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # a student's bug: report it, never crash the checker
+        raise ExerciseFailed(f"{name} raised {type(error).__name__}: {error} for n = {n}") from None
+    if beta is None:
+        raise ExerciseFailed(f"{name} returned None for n = {n}: did you forget the return statement?")
+    beta = np.asarray(beta, dtype=np.float64)
+    if beta.shape != (n,):
+        raise ExerciseFailed(f"{name} returned shape {list(beta.shape)} for n = {n}; expected [{n}]")
+    try:
+        return la.delta_rule(keys, keys, values, beta, scale=1.0, form="recurrent")
+    except ValueError as error:
+        raise ExerciseFailed(f"la.delta_rule refused the step sizes for n = {n}: {error}") from None
+
+
+def _check_mean_steps(answer):
+    if not callable(answer):
+        raise ExerciseFailed(f"expected a function of n; got {type(answer).__name__}")
+    rng = np.random.default_rng(106)
+    for n in (1, 4, 9, 25):
+        keys = np.tile(_unit(rng.standard_normal(5)), (n, 1))  # one unit key, written n times
+        values = rng.standard_normal((n, 3))
+        means = np.cumsum(values, axis=0) / np.arange(1, n + 1)[:, None]  # [n, d_v]
+        assert_matches(_mean_steps_reads(answer, n, keys, values), means, 1e-10,
+                       "the reads with your step sizes", f"n = {n}")
 
 
 def solution_crosstalk(keys, values):
@@ -162,6 +199,8 @@ EXERCISES = [
              _check_delta_update),
     Exercise("ch10.loss_gradient", "The gradient of ½‖Sᵀk − v‖² with respect to S", "code",
              solution_loss_gradient, _check_loss_gradient),
+    Exercise("ch10.mean_steps", "Step sizes that make the delta rule a running mean", "code",
+             solution_mean_steps, _check_mean_steps),
     Exercise("ch10.crosstalk", "The crosstalk term of every stored pair", "code", solution_crosstalk,
              _check_crosstalk),
     Exercise("ch10.t_matrix", "A chunk's T matrix (the UT transform)", "code", solution_t_matrix,
