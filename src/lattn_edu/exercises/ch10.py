@@ -14,7 +14,7 @@ import numpy as np
 import lattn_edu as la
 from lattn_edu.memory import crosstalk
 
-from .base import Exercise, ExerciseFailed, assert_matches, check_function
+from .base import Exercise, ExerciseFailed, assert_matches, check_function, describe_case
 
 
 def _unit(x):
@@ -79,7 +79,8 @@ def _mean_steps_reads(answer, n, keys, values):
     except NotImplementedError:
         raise
     except Exception as error:  # a student's bug: report it, never crash the checker
-        raise ExerciseFailed(f"{name} raised {type(error).__name__}: {error} for n = {n}") from None
+        raise ExerciseFailed(f"{name} raised {type(error).__name__}: {error} "
+                             f"for input {describe_case({'n': n})}") from None
     if beta is None:
         raise ExerciseFailed(f"{name} returned None for n = {n}: did you forget the return statement?")
     beta = np.asarray(beta, dtype=np.float64)
