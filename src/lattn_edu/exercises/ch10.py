@@ -1,10 +1,12 @@
-"""Exercises for chapter 10: the delta update, its gradient-step derivation, the step sizes that
-make it a running mean, the crosstalk term, a chunk's T matrix, one chunkwise step of the delta rule, and the gated chunkwise step derived
-in the papers' transposed layout.
+"""Exercises for chapter 10: the delta update, its gradient-step derivation and the step that
+makes one read exact, the step sizes that make it a running mean, the crosstalk term and a
+prediction of the additive error past capacity, a chunk's T matrix, one chunkwise step of the
+delta rule, and the gated chunkwise step derived in the papers' transposed layout.
 
 The checkers compare against ``la.delta_rule`` (recurrent form, with an initial state and the
-final state returned; with β = 1 its step is S minus the gradient), ``la.ut_transform`` and
-``lattn_edu.memory.crosstalk``, never against the solutions.
+final state returned; with β = 1 its step is S minus the gradient) or against direct
+computations from the definitions (an explicit double loop for the crosstalk, the inverse of
+I + Γ for T), never against the solutions.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 import lattn_edu as la
-from lattn_edu.memory import crosstalk
 
-from .base import Exercise, ExerciseFailed, assert_matches, check_function, describe_case
+from .base import (Exercise, ExerciseFailed, _as_array, assert_matches, check_function,
+                   describe_case, value_exercise)
 
 
 def _unit(x):
@@ -116,9 +118,18 @@ def _crosstalk_cases():
             for p, m, d_v in ((2, 3, 2), (9, 5, 4), (40, 16, 8))]
 
 
+def _crosstalk_by_loops(keys, values):
+    """The definition, one pair at a time: independent of the package and of the solution."""
+    out = np.zeros((len(keys), values.shape[1]))  # [P, d_v]
+    for i in range(len(keys)):
+        for j in range(len(keys)):
+            if j != i:
+                out[i] += (keys[j] @ keys[i]) * values[j]
+    return out
+
+
 def _check_crosstalk(answer):
-    check_function(answer, lambda keys, values: crosstalk(keys, values)[1], _crosstalk_cases(),
-                   rtol=1e-10)
+    check_function(answer, _crosstalk_by_loops, _crosstalk_cases(), rtol=1e-10)
 
 
 def solution_t_matrix(k, beta):
@@ -133,8 +144,16 @@ def _t_cases():
             for c, d_k in ((1, 3), (4, 4), (9, 5), (16, 8))]
 
 
+def _t_by_definition(k, beta):
+    """(I + Γ)⁻¹ by a dense inverse, and checked against la.ut_transform's forward substitution."""
+    gamma = np.tril(beta[:, None] * (k @ k.T), -1)  # Γ  [C, C]
+    inverse = np.linalg.inv(np.eye(len(k)) + gamma)
+    assert np.allclose(inverse, la.ut_transform(k, beta), rtol=1e-9, atol=1e-12)
+    return inverse
+
+
 def _check_t_matrix(answer):
-    check_function(answer, lambda k, beta: la.ut_transform(k, beta), _t_cases(), rtol=1e-9)
+    check_function(answer, _t_by_definition, _t_cases(), rtol=1e-9)
 
 
 def solution_chunk_step(q, k, v, beta, state):
@@ -195,11 +214,40 @@ def _check_paper_chunk_step(answer):
     check_function(answer, _paper_reference, _paper_cases(), rtol=1e-9, outputs=2)
 
 
+EXACT_STEP_KEY_LENGTH = 1.6  # ‖k‖ of the exact-step exercise
+
+
+def _exact_step(length):
+    """β = 1/‖k‖²: then (1 − β‖k‖²) = 0 and the read after one step is exactly v."""
+    return 1.0 / length**2
+
+
+def _check_exact_step_by_running_it(beta):
+    """The answer's β, run through la.delta_rule on a key of the exercise's length."""
+    step = _as_array(beta, "your answer")
+    if step.shape != ():
+        raise ExerciseFailed(f"your answer has shape {list(step.shape)}; expected shape [] (one number β)")
+    rng = np.random.default_rng(107)
+    k = _unit(rng.standard_normal(7)) * EXACT_STEP_KEY_LENGTH
+    v, state = rng.standard_normal(4), rng.standard_normal((7, 4))
+    try:
+        after = la.delta_rule(k[None], k[None], v[None], step[None], form="recurrent",
+                              initial_state=state, return_state=True)[1]
+    except ValueError as error:
+        raise ExerciseFailed(f"la.delta_rule refused your β = {float(step):g}: {error}") from None
+    assert_matches(after.T @ k, v, 1e-9, "the read Sᵀk after one step with your β",
+                   f"‖k‖ = {EXACT_STEP_KEY_LENGTH}")
+
+
 EXERCISES = [
     Exercise("ch10.delta_update", "One write of the delta rule", "code", solution_delta_update,
              _check_delta_update),
     Exercise("ch10.loss_gradient", "The gradient of ½‖Sᵀk − v‖² with respect to S", "code",
              solution_loss_gradient, _check_loss_gradient),
+    Exercise("ch10.exact_step", "The step size that makes one read exact for a key of length 1.6",
+             "value", _exact_step(EXACT_STEP_KEY_LENGTH), _check_exact_step_by_running_it),
+    value_exercise("ch10.additive_past_capacity",
+                   "Predict the mean squared error at P = 2m, orthogonal keys", 1.0),
     Exercise("ch10.mean_steps", "Step sizes that make the delta rule a running mean", "code",
              solution_mean_steps, _check_mean_steps),
     Exercise("ch10.crosstalk", "The crosstalk term of every stored pair", "code", solution_crosstalk,
