@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from lattn_edu import exercises
-from lattn_edu.exercises import ExerciseFailed, ch10, ch11, ch12
+from lattn_edu.exercises import ExerciseFailed, ch10, ch11
 
 PART2 = sorted(i for i in exercises.CATALOG if i.startswith(("ch10.", "ch11.", "ch12.")))
 
 
 def test_part2_has_the_exercises_the_issue_asks_for():
-    assert {"ch11.decay_mask", "ch11.chunk_step", "ch11.combine", "ch11.doubling_combines",
+    assert {"ch11.decay_mask", "ch11.chunk_step", "ch11.underflow_step", "ch11.doubling_combines",
             "ch12.initial_state_gradient", "ch12.delta_log_decay", "ch12.ut_backward"} <= set(PART2)
 
 
@@ -57,16 +57,56 @@ def test_chunk_step_without_the_carried_state_is_rejected(chapter):
         exercises.CATALOG[exercise_id].check(forgets_the_state)
 
 
-def test_combine_in_the_wrong_order_is_rejected():
-    def backwards(first, second):
-        (a, x), (b, y) = first, second
-        return a * b, a * y + x  # applies second, then first
+def test_underflow_prediction_accepts_the_derivation_with_either_rounding():
+    exercises.CATALOG["ch11.underflow_step"].check(745)  # 1075 ln 2
+    exercises.CATALOG["ch11.underflow_step"].check(744)  # 1074 ln 2, the smallest subnormal
 
+
+@pytest.mark.parametrize("answer", [708, 1075, 372, 753], ids=["smallest-normal", "log2-not-ln", "half",
+                                                                "one-measured-run"])
+def test_underflow_prediction_rejects_the_likely_slips(answer):
     with pytest.raises(ExerciseFailed, match="wrong value"):
-        exercises.CATALOG["ch11.combine"].check(backwards)
+        exercises.CATALOG["ch11.underflow_step"].check(answer)
+
+
+def test_underflow_prediction_is_near_seeded_runs():
+    """A random walk around −t: seeded runs land within 3√(t/12) of the prediction."""
+    expected = exercises.CATALOG["ch11.underflow_step"].solution
+    for seed in (111, 117, 119):
+        prefix = np.cumprod(np.exp(-np.random.default_rng(seed).uniform(0.5, 1.5, 3001)))
+        assert abs(int(np.argmax(prefix == 0)) + 1 - expected) < 3 * np.sqrt(expected / 12)
 
 
 @pytest.mark.parametrize("answer", [1000 * 10, 1000 * 9, 2 * 1000], ids=["N-log-N", "N-rounds", "2N"])
 def test_doubling_count_rejects_the_rough_estimates(answer):
     with pytest.raises(ExerciseFailed):
         exercises.CATALOG["ch11.doubling_combines"].check(answer)
+
+
+def test_ssd_matrix_is_in_the_catalog():
+    assert "ch11.ssd_matrix" in PART2
+
+
+@pytest.mark.parametrize("mistake", ["no step size in b", "step size of the row", "no skip"])
+def test_ssd_matrix_rejects_the_likely_slips(mistake):
+    def slipped(delta, a, b, c, d_skip):
+        mask = ch11.solution_decay_mask(a * delta)
+        if mistake == "no step size in b":
+            return (c @ b.T) * mask + d_skip * np.eye(len(delta))
+        if mistake == "step size of the row":  # Δ_i instead of Δ_j
+            return delta[:, None] * (c @ b.T) * mask + d_skip * np.eye(len(delta))
+        return (c @ (delta[:, None] * b).T) * mask
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        exercises.CATALOG["ch11.ssd_matrix"].check(slipped)
+
+
+def test_ssd_matrix_from_products_of_decays_is_rejected():
+    def by_products(delta, a, b, c, d_skip):  # P_i / P_j: 0/0 once the products underflow
+        prefix = np.cumprod(np.exp(a * delta))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mask = np.tril(prefix[:, None] / prefix[None, :])
+        return (c @ (delta[:, None] * b).T) * mask + d_skip * np.eye(len(delta))
+
+    with pytest.raises(ExerciseFailed, match="NaN or inf"):
+        exercises.CATALOG["ch11.ssd_matrix"].check(by_products)

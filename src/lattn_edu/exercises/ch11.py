@@ -1,8 +1,10 @@
-"""Exercises for chapter 11: segment sums, one chunked step with a scalar gate, the scan
-operator, and the cost of the doubling scan.
+"""Exercises for chapter 11: segment sums, one chunked step with a scalar gate, a prediction of
+the step at which a running product of decays underflows, the cost of the doubling scan, and
+Mamba-2's SSD matrix derived from the paper's recurrence.
 
 The checkers compare against ``la.decay_mask``, ``la.gated_linear_attention`` (with an initial
-state and the final state returned) and ``lattn_edu.scan.combine``.
+state and the final state returned) and ``la.ssm_mixing_matrix``; the underflow prediction
+against −ln of the smallest double that does not round to zero.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import math
 import numpy as np
 
 import lattn_edu as la
-from lattn_edu.scan import combine
 
 from .base import Exercise, check_function, value_exercise
 
@@ -64,23 +65,9 @@ def _check_chunk_step(answer):
     check_function(answer, _chunk_reference, _chunk_cases(), rtol=1e-8, outputs=2)
 
 
-def solution_combine(first, second):
-    """(a, x) ∘ (a', x') = (a' a, a' x + x'): first's step, then second's."""
-    return combine(first, second)
-
-
-def _combine_cases():
-    rng = np.random.default_rng(112)
-    return [{"first": (0.5, 2.0), "second": (0.25, -1.0)},
-            {"first": (rng.uniform(0.1, 1, 3), rng.standard_normal(3)),
-             "second": (rng.uniform(0.1, 1, 3), rng.standard_normal(3))},
-            {"first": (rng.uniform(0.1, 1, (4, 1)), rng.standard_normal((4, 2))),
-             "second": (rng.uniform(0.1, 1, (4, 1)), rng.standard_normal((4, 2)))}]
-
-
-def _check_combine(answer):
-    check_function(answer, combine,
-                   _combine_cases(), rtol=1e-12, outputs=2)
+def _underflow_step(mean_decay=1.0):
+    """Steps until e^(−t·mean) rounds to 0 in float64: half the smallest subnormal, 2^−1075."""
+    return 1075 * math.log(2) / mean_decay
 
 
 def _doubling_combines(n):
@@ -88,12 +75,41 @@ def _doubling_combines(n):
     return sum(n - 2**r for r in range(math.ceil(math.log2(n))))
 
 
+def solution_ssd_matrix(delta, a, b, c, d_skip):
+    """Mamba-2's M with Y = M X: delta [N], a < 0, b, c [N, m], d_skip -> [N, N]."""
+    mask = solution_decay_mask(a * delta)  # exp(A Σ_{l=j+1..i} Δ_l)  [N, N]
+    return (c @ (delta[:, None] * b).T) * mask + d_skip * np.eye(len(delta))
+
+
+def _ssd_cases():
+    rng = np.random.default_rng(113)
+    cases = [{"delta": rng.uniform(0.01, 1.0, n), "a": -rng.uniform(0.5, 2.0),
+              "b": rng.standard_normal((n, m)), "c": rng.standard_normal((n, m)),
+              "d_skip": rng.standard_normal()} for n, m in ((1, 2), (7, 3), (19, 5))]
+    strong = np.full(30, 40.0)  # e^{ΔA} underflows: products of decays give 0/0
+    cases.append({"delta": strong, "a": -1.5, "b": rng.standard_normal((30, 4)),
+                  "c": rng.standard_normal((30, 4)), "d_skip": 0.7})
+    return cases
+
+
+def _ssd_reference(delta, a, b, c, d_skip):
+    decay = np.exp(a * delta)[:, None]  # one scalar a_t per step  [N, 1]
+    return la.ssm_mixing_matrix(decay, delta[:, None] * b, c) + d_skip * np.eye(len(delta))
+
+
+def _check_ssd_matrix(answer):
+    check_function(answer, _ssd_reference, _ssd_cases(), rtol=1e-9)
+
+
 EXERCISES = [
     Exercise("ch11.decay_mask", "The decay mask from segment sums, without underflow", "code",
              solution_decay_mask, _check_decay_mask),
     Exercise("ch11.chunk_step", "One chunk of the chunked algorithm with a scalar gate", "code",
              solution_chunk_step, _check_chunk_step),
-    Exercise("ch11.combine", "The scan operator (a, x) ∘ (a', x')", "code", solution_combine, _check_combine),
+    value_exercise("ch11.underflow_step", "Predict when a running product of e^-1 decays underflows",
+                   _underflow_step(), rtol=0.004),
     value_exercise("ch11.doubling_combines", "Combines of the doubling scan at N = 1000",
                    _doubling_combines(1000), rtol=0),
+    Exercise("ch11.ssd_matrix", "Mamba-2's SSD matrix, with the step size and the D skip", "code",
+             solution_ssd_matrix, _check_ssd_matrix),
 ]
