@@ -1,7 +1,10 @@
-"""Exercises for chapter 8: retention, its decay mask and its three forms; an SSM's kernel.
+"""Exercises for chapter 8: retention, its decay mask and its three forms; an SSM's kernel and
+its discretisation.
 
 The checkers compare against ``la.decay_matrix``, ``la.retention`` (recurrent and
-chunkwise forms) and the impulse response of ``la.diagonal_ssm``.
+chunkwise forms), the impulse response of ``la.diagonal_ssm`` and the exact zero-order hold,
+which ``tests/test_exercises_ch08_09.py`` ties to the closed-form step response of the
+continuous system.
 """
 
 from __future__ import annotations
@@ -114,6 +117,32 @@ def _check_convolution_kernel(answer):
     check_function(answer, _impulse_response, _kernel_cases(), rtol=1e-9)
 
 
+def solution_zero_order_hold(rates, b, step):
+    """Discretise h' = diag(rates) h + b u over a step Δ with u held constant:
+    a = e^(Δ A_r), b̄ = (e^(Δ A_r) - 1) / A_r · b_r, rates < 0 [m], b [m] -> ([m], [m]).
+    expm1 keeps e^x - 1 accurate when Δ|A_r| is tiny, where exp(x) - 1 cancels."""
+    return np.exp(step * rates), np.expm1(step * rates) / rates * b
+
+
+def _hold_cases():
+    rng = np.random.default_rng(83)
+    return [{"rates": np.array([-0.5, -2.0, -8.0]), "b": np.array([1.0, 0.5, 2.0]), "step": 0.1},
+            {"rates": -rng.uniform(0.1, 5.0, 7), "b": rng.standard_normal(7), "step": 0.37},
+            {"rates": np.array([-3.0]), "b": np.array([-1.5]), "step": 5.0},  # e^(-15): almost wiped
+            # Δ|A| = 1e-12: exp(x) - 1 loses four digits here, expm1 none
+            {"rates": np.array([-1e-8, -3.0]), "b": np.array([1.0, 2.0]), "step": 1e-4}]
+
+
+def _check_zero_order_hold(answer):
+    check_function(answer, solution_zero_order_hold, _hold_cases(), rtol=1e-6, outputs=2)
+
+
+def smallest_gamma_keeping(weight: float, distance: int) -> float:
+    """The smallest decay γ with γ^distance >= weight: a key `distance` tokens back keeps at
+    least `weight` of its strength."""
+    return float(weight ** (1 / distance))
+
+
 def steady_rms_level(gamma: float) -> float:
     """lim RMS|o_n| / RMS|one term| for retention on independent zero-mean q, k, v: the
     terms γ^(n-j) (q_n·k_j) v_j are uncorrelated, so their variances add up to
@@ -128,11 +157,14 @@ EXERCISES = [
              solution_recurrent_retention, _check_recurrent_retention),
     Exercise("ch08.chunkwise_retention", "Chunkwise retention: parallel inside a chunk, a state between",
              "code", solution_chunkwise_retention, _check_chunkwise_retention),
-    value_exercise("ch08.half_life", "The half-life ln 2 / (-ln γ) at γ = 0.9, in tokens",
-                   float(np.log(2) / -np.log(0.9)), rtol=4e-3),
+    value_exercise("ch08.gamma_for_memory",
+                   "The smallest γ that keeps 1% of a key's weight 500 tokens back",
+                   smallest_gamma_keeping(0.01, 500), rtol=1e-5),
     Exercise("ch08.convolution_kernel", "Derive a diagonal SSM's convolution kernel κ", "code",
              solution_convolution_kernel, _check_convolution_kernel),
     value_exercise("ch08.steady_level",
-                   "Where retention's output RMS levels off at γ = 0.9, in units of one term",
-                   steady_rms_level(0.9), rtol=4e-3),
+                   "Where retention's output RMS levels off at γ = 0.99, in units of one term",
+                   steady_rms_level(0.99), rtol=4e-3),
+    Exercise("ch08.zero_order_hold", "Discretise a diagonal continuous-time system exactly", "code",
+             solution_zero_order_hold, _check_zero_order_hold),
 ]
