@@ -34,6 +34,15 @@ def test_zero_order_hold_makes_the_step_response_exact(seed):
     np.testing.assert_allclose(y, exact, rtol=1e-12, atol=1e-13)
 
 
+def test_zero_order_hold_is_the_block_exponential():
+    rng = np.random.default_rng(5)
+    for step in (1e-9, 0.3, 4.0):
+        rates, b = -rng.uniform(0.01, 9.0, 6), rng.standard_normal(6)
+        for got, expected in zip(ch08.solution_zero_order_hold(rates, b, step),
+                                 ch08._exact_hold(rates, b, step)):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
 def test_zero_order_hold_tends_to_the_euler_write_for_small_steps():
     rates, b = np.array([-0.5, -3.0]), np.array([1.0, -2.0])
     for step in (1e-3, 1e-6):
@@ -84,24 +93,9 @@ def test_steady_level_is_asked_at_0_99_and_matches_retention():
 # chapter 9: the roofline
 
 
-def counted_bytes_per_token(n, c, m, d_v):
-    """Walk the chunks of an [N] sequence and add up the float32 arrays each one reads and writes."""
-    q, k = np.zeros((2, n, m), dtype=np.float32)
-    v = np.zeros((n, d_v), dtype=np.float32)
-    state = np.zeros((m, d_v), dtype=np.float32)
-    moved = 0
-    for s in range(0, n, c):
-        q_c, k_c, v_c = q[s:s + c], k[s:s + c], v[s:s + c]
-        out_c = np.zeros_like(v_c)
-        moved += q_c.nbytes + k_c.nbytes + v_c.nbytes + out_c.nbytes  # inputs in, outputs out
-        moved += 2 * state.nbytes  # the state read in and written back
-    return moved / n
-
-
 @pytest.mark.parametrize("c, m, d_v", [(64, 128, 128), (1, 8, 8), (37, 16, 48), (5, 3, 7)])
 def test_bytes_per_token_is_a_literal_count_of_one_chunk_loop(c, m, d_v):
-    n = 11 * c  # whole chunks
-    assert ch09.solution_bytes_per_token(c, m, d_v) == pytest.approx(counted_bytes_per_token(n, c, m, d_v))
+    assert ch09.solution_bytes_per_token(c, m, d_v) == pytest.approx(ch09._counted_bytes_per_token(c, m, d_v))
 
 
 def test_bytes_per_token_rejects_moving_the_state_every_token():
