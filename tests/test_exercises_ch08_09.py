@@ -19,48 +19,107 @@ def check(exercise_id, answer):
     exercises.CATALOG[exercise_id].check(answer)
 
 
-# chapter 8: the zero-order hold
+# chapter 8: RetNet's normalised decay mask and clipped denominator
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_zero_order_hold_makes_the_step_response_exact(seed):
+def test_normalised_decay_rows_are_divided_by_the_root_of_their_sums():
+    for gamma, n in ((0.8, 9), (0.05, 300)):
+        mask = ch08.solution_normalised_decay(gamma, n)
+        assert np.isfinite(mask).all() and not np.triu(mask, 1).any()
+        # the diagonal entry γ^0 = 1 is divided by the root of the row's geometric sum
+        expected = (1 - gamma) ** 0.5 / (1 - gamma ** np.arange(1, n + 1)) ** 0.5
+        np.testing.assert_allclose(np.diag(mask), expected, rtol=1e-12)
+    at_one = ch08.solution_normalised_decay(1.0, 7)  # row i: i + 1 ones, each over sqrt(i + 1)
+    np.testing.assert_allclose(at_one, np.tril(np.ones((7, 7))) / np.sqrt(np.arange(1, 8))[:, None])
+
+
+def test_normalised_decay_rejects_the_unnormalised_mask_and_the_plain_sum():
+    def unnormalised(gamma, n):
+        return la.decay_matrix(gamma, n)
+
+    def by_the_sum(gamma, n):  # divides by the row sum, not its square root
+        mask = la.decay_matrix(gamma, n)
+        return mask / mask.sum(axis=1, keepdims=True)
+
+    for wrong in (unnormalised, by_the_sum):
+        with pytest.raises(ExerciseFailed, match="wrong value"):
+            check("ch08.normalised_decay", wrong)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_clipped_retention_is_retention_divided_row_by_row(seed):
     rng = np.random.default_rng(seed)
-    rates, b, c = -rng.uniform(0.2, 6.0, 5), rng.standard_normal(5), rng.standard_normal(5)
-    step, n = 0.13, 47
-    a, b_bar = ch08.solution_zero_order_hold(rates, b, step)
-    times = step * np.arange(1, n + 1)  # the state after input i is h((i+1)Δ)
-    exact = (np.expm1(np.outer(times, rates)) / rates * b) @ c  # y(t) = Σ c_r b_r (e^(A_r t) - 1)/A_r
-    y = la.diagonal_ssm(np.ones((n, 1)), a, b_bar, c)[:, 0]
-    np.testing.assert_allclose(y, exact, rtol=1e-12, atol=1e-13)
+    q, k, v = rng.standard_normal((3, 41, 7))
+    out = ch08.solution_clipped_retention(q, k, v, 0.9)
+    plain = la.retention(q, k, v, 0.9, form="recurrent")
+    sums = ((q @ k.T) * la.decay_matrix(0.9, 41)).sum(axis=1)  # Σ_j R_nj  [N]
+    np.testing.assert_allclose(out * np.maximum(np.abs(sums), 1.0)[:, None], plain, rtol=1e-10)
+    assert (np.abs(sums) > 1).any() and (sums < -1).any()  # both the division and the |·| matter here
 
 
-def test_zero_order_hold_is_the_block_exponential():
-    rng = np.random.default_rng(5)
-    for step in (1e-9, 0.3, 4.0):
-        rates, b = -rng.uniform(0.01, 9.0, 6), rng.standard_normal(6)
-        for got, expected in zip(ch08.solution_zero_order_hold(rates, b, step),
-                                 ch08._exact_hold(rates, b, step)):
-            np.testing.assert_allclose(got, expected, rtol=1e-12)
+def test_clipped_retention_rejects_the_plain_form_and_a_missing_absolute_value():
+    def plain(q, k, v, gamma):
+        return la.retention(q, k, v, gamma, form="recurrent")
+
+    def signed(q, k, v, gamma):  # max(q·z, 1) instead of max(|q·z|, 1)
+        scores = (q @ k.T) * la.decay_matrix(gamma, q.shape[0])
+        return scores @ v / np.maximum(scores.sum(axis=1, keepdims=True), 1.0)
+
+    for wrong in (plain, signed):
+        with pytest.raises(ExerciseFailed, match="wrong value"):
+            check("ch08.clipped_retention", wrong)
 
 
-def test_zero_order_hold_tends_to_the_euler_write_for_small_steps():
-    rates, b = np.array([-0.5, -3.0]), np.array([1.0, -2.0])
-    for step in (1e-3, 1e-6):
-        a, b_bar = ch08.solution_zero_order_hold(rates, b, step)
-        np.testing.assert_allclose(b_bar, step * b, rtol=5 * step * np.abs(rates).max())
-        np.testing.assert_allclose(a, 1 + step * rates, rtol=step**2 * 10)
+# chapter 8: the kernel's total weight and the bilinear transform
 
 
-def test_zero_order_hold_rejects_cancellation_and_euler():
-    def cancelling(rates, b, step):
-        return np.exp(step * rates), (np.exp(step * rates) - 1) / rates * b
+def test_kernel_total_is_where_the_step_response_settles():
+    a, b, c = np.array([0.3, 0.7]), np.array([1.5, -0.5]), np.array([2.0, 1.0])
+    total = ch08.solution_kernel_total(a, b, c)
+    assert total == pytest.approx(1.5 * 2.0 / 0.7 - 0.5 / 0.3, rel=1e-12)
+    y = la.diagonal_ssm(np.ones((200, 1)), a, b, c)[:, 0]
+    assert y[-1] == pytest.approx(total, rel=1e-12)
+
+
+def test_kernel_total_rejects_a_missing_first_term():
+    def without_kappa_0(a, b, c):
+        return float((c * b * a / (1 - a)).sum())
+
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch08.kernel_total", without_kappa_0)
+
+
+def test_bilinear_error_shrinks_with_the_square_of_the_step():
+    rates, b, c = np.array([-0.5, -2.0, -8.0]), np.array([1.0, 0.5, 2.0]), np.array([1.0, -1.0, 0.5])
+
+    def error(step):
+        n = round(6.0 / step)
+        times = step * np.arange(1, n + 1)  # the state after input i is h((i+1)Δ)
+        exact = (np.expm1(np.outer(times, rates)) / rates * b) @ c
+        a, b_bar = ch08.solution_bilinear(rates, b, step)
+        return np.abs(la.diagonal_ssm(np.ones((n, 1)), a, b_bar, c)[:, 0] - exact).max()
+
+    assert error(0.01) / error(0.001) == pytest.approx(100, rel=0.05)
+
+
+def test_bilinear_decays_fade_for_every_step_and_reach_the_exact_level():
+    rates, b = np.array([-0.5, -3.0, -40.0]), np.array([1.0, -2.0, 0.5])
+    for step in (1e-3, 0.3, 4.0):
+        a, b_bar = ch08.solution_bilinear(rates, b, step)
+        assert (np.abs(a) < 1).all()
+        np.testing.assert_allclose(b_bar / (1 - a), -b / rates, rtol=1e-12)
+
+
+def test_bilinear_rejects_the_hold_and_euler():
+    def hold(rates, b, step):
+        return np.exp(step * rates), np.expm1(step * rates) / rates * b
 
     def euler(rates, b, step):
         return 1 + step * rates, step * b
 
-    for wrong in (cancelling, euler):
+    for wrong in (hold, euler):
         with pytest.raises(ExerciseFailed, match="wrong value"):
-            check("ch08.zero_order_hold", wrong)
+            check("ch08.bilinear", wrong)
 
 
 # chapter 8: the decay that keeps 1% for 500 tokens
