@@ -1,8 +1,11 @@
-"""Exercises for chapter 9: one step of the chunkwise form, and what a chunk costs.
+"""Exercises for chapter 9: one step of the chunkwise form, and what a chunk costs in work,
+memory traffic and memory.
 
 The chunk step's checker compares against the package's recurrent form started from the
 carried state; ``tests/test_exercises.py`` checks that the solution, run over every chunk,
-reproduces ``la.chunkwise_linear_attention``.
+reproduces ``la.chunkwise_linear_attention``. The traffic checker compares with a literal count
+of the arrays a chunk loop reads and writes; ``tests/test_exercises_ch08_09.py`` ties the
+parallel form's memory to what ``la.linear_attention`` allocates.
 """
 
 from __future__ import annotations
@@ -52,19 +55,90 @@ def multiply_adds_per_number(a: int, b: int, c: int) -> float:
     return a * b * c / (a * b + b * c + a * c)
 
 
+def solution_bytes_per_token(c, m, d_v):
+    """Main-memory bytes per token of the chunkwise form in float32 when the state does not stay
+    in fast memory between chunks: every token's q, k (m each) and v (d_v) are read and its
+    output (d_v) written once; the state S (m × d_v) is read and written once per chunk of c."""
+    return 4 * (2 * m + 2 * d_v + 2 * m * d_v / c)
+
+
+def flops_per_byte(c: int, m: int, d_v: int) -> float:
+    """Arithmetic intensity: the FLOPs the chunkwise form really does per token, two per
+    multiply–add of C(m + d_v) + 2 m d_v, over the bytes of :func:`solution_bytes_per_token`."""
+    return 2 * (c * (m + d_v) + 2 * m * d_v) / solution_bytes_per_token(c, m, d_v)
+
+
+def smallest_chunk_reaching(balance: float, m: int, d_v: int) -> int:
+    """The smallest whole chunk length whose intensity reaches a machine balance (FLOPs per byte)."""
+    c = 1
+    while flops_per_byte(c, m, d_v) < balance:
+        c += 1
+    return c
+
+
+def _bytes_cases():
+    return [{"c": 64, "m": 128, "d_v": 128}, {"c": 1, "m": 64, "d_v": 64},  # C = 1: the recurrent form
+            {"c": 37, "m": 16, "d_v": 48}, {"c": 256, "m": 128, "d_v": 64}]
+
+
+def _counted_bytes_per_token(c, m, d_v):
+    """The bytes counted rather than derived: walk seven chunks of float32 arrays and add up
+    what each chunk reads and writes (q, k, v in, the output out, the state in and out)."""
+    n = 7 * c
+    q, k = np.zeros((2, n, m), dtype=np.float32)
+    v = np.zeros((n, d_v), dtype=np.float32)
+    state = np.zeros((m, d_v), dtype=np.float32)  # [m, d_v]
+    moved = 0
+    for start in range(0, n, c):
+        q_c, k_c, v_c = q[start:start + c], k[start:start + c], v[start:start + c]
+        moved += q_c.nbytes + k_c.nbytes + v_c.nbytes + v_c.nbytes  # the output has v_c's shape
+        moved += 2 * state.nbytes
+    return moved / n
+
+
+def _check_bytes_per_token(answer):
+    check_function(answer, _counted_bytes_per_token, _bytes_cases(), rtol=1e-9)
+
+
+def prefix_state_crossover(m: int, d_v: int) -> int:
+    """The length below which the causal parallel form's prefix states S_i, z_i, N(m d_v + m)
+    numbers, outnumber the quadratic form's N × N matrix: N(m d_v + m) > N² for N < m d_v + m."""
+    return m * d_v + m
+
+
+def equal_work_length(c: int, m: int, d_v: int) -> float:
+    """The N at which causal softmax, N²(m + d_v)/2 multiply–adds (the masked half skipped),
+    does the chunkwise form's N(C(m + d_v) + 2 m d_v), with query and key width m."""
+    return 2 * (c * (m + d_v) + 2 * m * d_v) / (m + d_v)
+
+
+def fixed_cost_slopes(n: float, fixed: float, per_token: float, per_pair: float) -> np.ndarray:
+    """Local log–log slopes d ln t / d ln N at n of t = fixed + per_token·N (linear) and
+    t = fixed + per_pair·N² (softmax): βN / (t0 + βN) and 2γN² / (t0 + γN²)."""
+    linear, softmax = per_token * n, per_pair * n**2
+    return np.array([linear / (fixed + linear), 2 * softmax / (fixed + softmax)])
+
+
 EXERCISES = [
     Exercise("ch09.chunk_step", "One chunk of the chunkwise form: outputs, then the carried state",
              "code", solution_chunk_step,
              lambda answer: check_function(answer, _reference_chunk_step, _chunk_cases(), rtol=1e-5,
                                            outputs=3)),
-    value_exercise("ch09.work_ratio", "Chunkwise over recurrent work per token at C = m = d_v = 64",
-                   (64 * (64 + 64) + 2 * 64 * 64) / (2 * 64 * 64)),
-    value_exercise("ch09.state_kib", "The float32 state S of one head at m = d_v = 128, in KiB",
-                   128 * 128 * 4 / 1024),
     value_exercise("ch09.read_reuse",
                    "Multiply–adds per number moved by the read Q_c S at C = 64, m = d_v = 128",
                    multiply_adds_per_number(64, 128, 128)),
+    Exercise("ch09.bytes_per_token", "Bytes moved per token as a function of the chunk length",
+             "code", solution_bytes_per_token, _check_bytes_per_token),
+    value_exercise("ch09.roofline_chunk",
+                   "The smallest C whose intensity reaches 20 FLOPs per byte at m = d_v = 128",
+                   smallest_chunk_reaching(20.0, 128, 128), rtol=1e-9),
+    value_exercise("ch09.parallel_memory",
+                   "Below which N the causal parallel form outgrows the N × N matrix (m = d_v = 64)",
+                   prefix_state_crossover(64, 64), rtol=1e-9),
+    value_exercise("ch09.work_crossover",
+                   "The N of equal work for softmax and chunkwise linear attention, d = 128, C = 64",
+                   equal_work_length(64, 128, 128), rtol=1e-3),
     value_exercise("ch09.slopes",
-                   "The log–log slopes of time against N: chunkwise linear, then causal softmax",
-                   np.array([1.0, 2.0]), rtol=1e-3),
+                   "The local log–log slopes at N = 2,048 with a fixed cost per call",
+                   fixed_cost_slopes(2048, 50.0, 0.1, 0.002), rtol=1e-3),
 ]
