@@ -57,7 +57,7 @@ def compared_with(exercise_id: str, kind: str) -> str:
     if exercises.CATALOG[exercise_id].kind == "value":
         return "the expected value"
     if exercise_id in CHECKED_AGAINST_THEIR_SOLUTION:
-        return "its solution function (see below why)"
+        return "its solution function, on purpose (see below)"
     return "the package's own implementation"
 
 
