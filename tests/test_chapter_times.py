@@ -100,3 +100,13 @@ def test_write_rewrites_only_the_times():
         f"| 4 | 7 {{ref}}`ch-x`, 8 {{ref}}`ch-y` | objectives | {rule.hours(week)} | "
         f"a question, 2 h? |\n")
     assert rule.hours(150) == "2.5 h" and rule.hours(180) == "3 h"
+
+
+@pytest.mark.parametrize("opening, kind", [
+    ("**Derivation.** Show that", "derivation"), ("A derivation, then a measurement.", "derivation"),
+    ("Derive the gradient", "derivation"), ("*Derive, then check.* One key", "derivation"),
+    ("*Paper derivation.* DeltaNet's", "derivation"), ("*A derivation from the papers.*", "derivation"),
+    ("Write the derivative of elu", "code"), ("Derived quantities: write", "code")])
+def test_an_exercise_is_a_derivation_when_its_first_words_say_so(opening, kind):
+    markdown = f":::{{exercise}}\n:label: ex-x\n\n{opening} ...\n:::\n"
+    assert rule.exercise_kinds(markdown, ["ch10.delta_update"]) == [kind]

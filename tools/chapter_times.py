@@ -12,10 +12,11 @@ The rule, stated for readers in "How to read this book" (book/myst/00-intro.md):
   exercise and MINUTES_PER_CONCEPT_CHECK for every concept check (a ``Quiz`` cell);
 - both rounded to the nearest ROUND_TO minutes, and never below ROUND_TO.
 
-An exercise's kind: ``derivation`` when its statement's first words are "Derive",
-"Derivation" or "A derivation", emphasised or not (the chapters' own way of telling the
-reader that the answer is an argument on paper, which the checker confirms only at its
-end: "**Derivation.**", "A derivation, then a measurement.", "Derive the gradient ...");
+An exercise's kind: ``derivation`` when its statement opens with "Derive", "Derivation"
+or "A derivation", or with an emphasised phrase that says derivation (the chapters' own
+way of telling the reader that the answer is an argument on paper, which the checker
+confirms only at its end: "**Derivation.**", "A derivation, then a measurement.",
+"Derive the gradient ...", "*Derive, then check.*", "*Paper derivation.*");
 otherwise the kind of its checker in ``lattn_edu.exercises.CATALOG``: ``code`` (write a
 function) or ``value`` (compute a number or an array).
 
@@ -65,7 +66,8 @@ EXERCISE_BLOCK = re.compile(r"^(`{3,}|:{3,})\{exercise\}.*?^\1\s*$", re.M | re.S
 EXERCISE_OR_SOLUTION = re.compile(r"^(`{3,}|:{3,})\{(?:exercise|solution)\}.*?^\1\s*$",
                                   re.M | re.S)
 # the statement's first line, after the directive's options
-DERIVATION = re.compile(r"\A[^\n]*\n(?::[\w-]+:[^\n]*\n|\s*\n)*\*{0,2}(?:A )?[Dd]eriv(?:e|ation)\b")
+DERIVATION = re.compile(r"\A[^\n]*\n(?::[\w-]+:[^\n]*\n|\s*\n)*"
+                        r"(?:\*{1,2}[^*\n]*?\b[Dd]erivation\b|\*{0,2}(?:A )?[Dd]eriv(?:e|ation)\b)")
 DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$(?:[ \t]*\([\w-]+\))?", re.S)  # with its label
 CATALOG_ID = re.compile(r"exercises\.CATALOG\[\s*[\"'](ch\d+\.\w+)[\"']\s*\]")  # an answer cell
 TIME_LINE = re.compile(r"\*\*Time\*\* about (\d+) minutes to read"

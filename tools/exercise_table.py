@@ -41,8 +41,9 @@ def chapter_exercises(source: Path) -> list[tuple[str, str, str]]:
     notebook = jupytext.read(source, fmt="md:myst")
     ids = [i for cell in notebook.cells if cell.cell_type == "code"
            for i in chapter_times.CATALOG_ID.findall(cell.source)]
+    unmatched = list(ids)  # exercise_kinds consumes it, one id per exercise met
     kinds = [k for cell in notebook.cells if cell.cell_type == "markdown"
-             for k in chapter_times.exercise_kinds(cell.source, list(ids))]
+             for k in chapter_times.exercise_kinds(cell.source, unmatched)]
     if len(ids) != len(kinds):
         raise ValueError(f"{source.name}: {len(kinds)} exercises but {len(ids)} answer cells "
                          f"naming CATALOG ids; each exercise needs exactly one")
