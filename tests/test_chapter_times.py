@@ -34,9 +34,14 @@ def test_every_page_has_one_time_line(source):
 def test_intro_and_syllabus_have_a_row_for_every_chapter():
     intro = {int(m[2]) for m in rule.INTRO_ROW.finditer(rule.INTRO.read_text(encoding="utf-8"))}
     assert intro == {rule.chapter_number(p) for p in rule.CHAPTERS}
-    weeks = [int(n) for m in rule.WEEK_ROW.finditer(rule.SYLLABUS.read_text(encoding="utf-8"))
-             for n in rule.WEEK_CHAPTER.findall(m[2])]
-    assert sorted(weeks) == sorted(rule.chapter_number(p) for p in rule.CHAPTERS), weeks
+    weeks = [(int(n), side) for m in rule.WEEK_ROW.finditer(rule.SYLLABUS.read_text(encoding="utf-8"))
+             for n, side, _ in rule.WEEK_CHAPTER.findall(m[2])]
+    whole = sorted(n for n, side in weeks if not side)
+    halves = sorted((n, side) for n, side in weeks if side)
+    # every chapter once: whole, or as its part "up to" a section and its part "from" it
+    assert sorted(whole + [n for n, side in halves if side == "from"]) == sorted(
+        rule.chapter_number(p) for p in rule.CHAPTERS), weeks
+    assert [n for n, side in halves if side == "up to"] == [n for n, side in halves if side == "from"]
 
 
 def test_intro_states_the_rule_the_tool_applies():
@@ -94,7 +99,7 @@ def test_write_rewrites_only_the_times():
            f"{seven.with_exercises_minutes} min |" in written
     assert written.startswith(f"**Time** about {times[0].reading_minutes} minutes to read.\n")
     syllabus = "| 4 | 7 {ref}`ch-x`, 8 {ref}`ch-y` | objectives | 1 h | a question, 2 h? |\n"
-    week = rule.week_minutes([7, 8], times)
+    week = rule.week_minutes([times[7], times[8]])
     assert week % rule.WEEK_ROUND_TO == 0
     assert rule.rewritten_syllabus(syllabus, times) == (
         f"| 4 | 7 {{ref}}`ch-x`, 8 {{ref}}`ch-y` | objectives | {rule.hours(week)} | "
@@ -110,3 +115,30 @@ def test_write_rewrites_only_the_times():
 def test_an_exercise_is_a_derivation_when_its_first_words_say_so(opening, kind):
     markdown = f":::{{exercise}}\n:label: ex-x\n\n{opening} ...\n:::\n"
     assert rule.exercise_kinds(markdown, ["ch10.delta_update"]) == [kind]
+
+
+def test_a_chapter_split_at_a_section_counts_each_exercise_where_its_equation_is(tmp_path):
+    source = tmp_path / "10-x.md"
+    source.write_text(
+        "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n"
+        "# Ten\n\none two\n\n$$\na = b\n$$ (eq-first)\n\n"
+        "```{code-cell} python\nx = 1\n```\n\n"
+        "## The second half\n\nthree four five\n\n$$\nc = d\n$$ (eq-second)\n\n"
+        "## Exercises\n\n:::{exercise}\n:label: ex-a\n\nWrite {eq}`eq-second` as code.\n:::\n\n"
+        ":::{exercise}\n:label: ex-b\n\nDerive {eq}`eq-first`.\n:::\n\n"
+        ":::{exercise}\n:label: ex-c\n\nWrite anything.\n:::\n\n"
+        "```{code-cell} python\n:tags: [remove-input]\nQuiz('q', ('a', 'b'), 0, ('x', 'y'))\n```\n",
+        encoding="utf-8")
+    first, second = rule.chapter_parts(source, "The second half")
+    assert first == rule.ChapterTime(words=4, equations=1, code_cells=1,
+                                     exercises=("derivation",), concept_checks=0)
+    assert second == rule.ChapterTime(words=9, equations=1, code_cells=0,
+                                      exercises=("code", "code"), concept_checks=1)
+    whole = rule.chapter_time(source)
+    assert whole.words == first.words + second.words
+    assert sorted(whole.exercises) == sorted(first.exercises + second.exercises)
+    with pytest.raises(ValueError, match="no section titled"):
+        rule.chapter_parts(source, "A section it lacks")
+    cell = '10 {ref}`ch-x` up to "The second half", 10 {ref}`ch-x` from "The second half"'
+    assert rule.WEEK_CHAPTER.findall(cell) == [("10", "up to", "The second half"),
+                                              ("10", "from", "The second half")]

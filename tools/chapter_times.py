@@ -132,26 +132,77 @@ def checker_kind(exercise_id: str | None) -> str:
 
 def chapter_time(source: Path) -> ChapterTime:
     """Count what the rule needs in one MyST chapter source."""
+    return chapter_parts(source, None)[0]
+
+
+def chapter_parts(source: Path, heading: str | None) -> tuple[ChapterTime, ...]:
+    """Count one chapter in two parts, split at the section titled ``heading`` (a week of
+    the syllabus may take half a chapter); with ``heading`` None, one part, the whole.
+
+    The prose, equations, code cells and concept checks count in the part where they sit.
+    An exercise counts in the part that defines the first equation or section its statement
+    cites ({eq}`...` or {ref}`...`), since the exercises sit together at a chapter's end;
+    one that cites none of the chapter's labels counts where it sits."""
     notebook = jupytext.read(source, fmt="md:myst")
     answer_ids = [m for cell in notebook.cells if cell.cell_type == "code"
                   for m in CATALOG_ID.findall(cell.source)]
-    words = equations = code_cells = checks = 0
-    kinds: list[str] = []
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            kinds += exercise_kinds(cell.source, answer_ids)
-            text = EXERCISE_OR_SOLUTION.sub("", cell.source)
-            equations += len(DISPLAY_MATH.findall(text))
-            text = DISPLAY_MATH.sub("", text)
-            words += sum(len(line.split()) for line in text.splitlines()
-                         if not MARKUP_LINE.match(line))
-        elif cell.cell_type == "code":
-            tags = set(cell.metadata.get("tags", []))
-            if "Quiz(" in cell.source:
-                checks += 1
-            elif not tags & HIDDEN_TAGS and "CATALOG[" not in cell.source:
-                code_cells += 1
-    return ChapterTime(words, equations, code_cells, tuple(kinds), checks)
+    cells = split_cells(notebook.cells, heading, source.name)  # [(part, type, source, tags)]
+    defined = [set(), set()]
+    for part, cell_type, text, _ in cells:
+        if cell_type == "markdown":
+            defined[part] |= {name for groups in LABEL.findall(text) for name in groups if name}
+    counts = [dict(words=0, equations=0, code_cells=0, checks=0, kinds=[]) for _ in range(2)]
+    for part, cell_type, text, tags in cells:
+        count = counts[part]
+        if cell_type == "markdown":
+            for block in EXERCISE_BLOCK.finditer(text):
+                kind = exercise_kinds(block.group(0), answer_ids)[0]
+                counts[cited_part(block.group(0), defined, part)]["kinds"].append(kind)
+            prose = EXERCISE_OR_SOLUTION.sub("", text)
+            count["equations"] += len(DISPLAY_MATH.findall(prose))
+            prose = DISPLAY_MATH.sub("", prose)
+            count["words"] += sum(len(line.split()) for line in prose.splitlines()
+                                  if not MARKUP_LINE.match(line))
+        elif "Quiz(" in text:
+            count["checks"] += 1
+        elif not tags & HIDDEN_TAGS and "CATALOG[" not in text:
+            count["code_cells"] += 1
+    parts = tuple(ChapterTime(c["words"], c["equations"], c["code_cells"], tuple(c["kinds"]),
+                              c["checks"]) for c in counts)
+    return parts if heading is not None else (parts[0],)
+
+
+# a label the chapter defines: a target "(name)=", an equation "$$ (name)", an exercise's
+LABEL = re.compile(r"^\(([\w-]+)\)=\s*$|\$\$[ \t]*\(([\w-]+)\)|^:label:\s*(\S+)", re.M)
+CITED = re.compile(r"\{(?:eq|ref)\}`(?:[^`<]*<)?([\w-]+)>?`")
+
+
+def split_cells(cells, heading: str | None, name: str) -> list[tuple[int, str, str, set]]:
+    """(part 0 or 1, cell type, source, tags) for every cell, the cell holding the
+    heading's line cut in two there; every cell in part 0 when ``heading`` is None."""
+    pattern = re.compile(rf"^#+ {re.escape(heading)}\s*$", re.M) if heading else None
+    out, part = [], 0
+    for cell in cells:
+        tags = set(cell.metadata.get("tags", []))
+        match = pattern.search(cell.source) if pattern and cell.cell_type == "markdown" else None
+        if match and part == 0:
+            out.append((0, "markdown", cell.source[:match.start()], tags))
+            out.append((1, "markdown", cell.source[match.start():], tags))
+            part = 1
+        else:
+            out.append((part, cell.cell_type, cell.source, tags))
+    if pattern and part == 0:
+        raise ValueError(f"{name} has no section titled {heading!r} to split at")
+    return out
+
+
+def cited_part(exercise: str, defined: list[set], where: int) -> int:
+    """The part that defines the first label ``exercise`` cites; ``where`` if none."""
+    for label in CITED.findall(exercise):
+        for part, labels in enumerate(defined):
+            if label in labels:
+                return part
+    return where
 
 
 def time_line(t: ChapterTime) -> str:
@@ -169,7 +220,9 @@ def chapter_number(source: Path) -> int:
 
 INTRO_ROW = re.compile(r"^(\| (\d+) \|.*\| )(\d+) min \| (\d+) min \|\s*$", re.M)
 WEEK_ROW = re.compile(r"^(\| [^|]+ \| ([^|]*\{ref\}[^|]*) \|[^|]*\| )(\d+(?:\.5)? h)( \|.*)$", re.M)
-WEEK_CHAPTER = re.compile(r"(\d+) \{ref\}")
+# a week's chapter: "10 {ref}`ch-delta`", or half of one: '... up to "The chunkwise form"'
+# (the sections before that one) or '... from "The chunkwise form"' (that one and the rest)
+WEEK_CHAPTER = re.compile(r'(\d+) \{ref\}`[^`]+`(?: (up to|from) "([^"]+)")?')
 
 
 def hours(minutes: int) -> str:
@@ -177,9 +230,21 @@ def hours(minutes: int) -> str:
     return f"{value:g} h"
 
 
-def week_minutes(chapters: list[int], times: dict[int, ChapterTime]) -> int:
-    work = sum(times[n].with_exercises_exact for n in chapters) + MINUTES_PER_DISCUSSION
+def week_minutes(parts: list[ChapterTime]) -> int:
+    work = sum(t.with_exercises_exact for t in parts) + MINUTES_PER_DISCUSSION
     return rounded(work, WEEK_ROUND_TO)
+
+
+def week_parts(chapters_cell: str, times: dict[int, ChapterTime]) -> list[ChapterTime]:
+    """The chapters, or halves of chapters, that a syllabus row's chapter cell names."""
+    parts = []
+    for number, side, heading in WEEK_CHAPTER.findall(chapters_cell):
+        if not side:
+            parts.append(times[int(number)])
+            continue
+        source = next(p for p in CHAPTERS if chapter_number(p) == int(number))
+        parts.append(chapter_parts(source, heading)[0 if side == "up to" else 1])
+    return parts
 
 
 def rewritten_chapter(text: str, t: ChapterTime) -> str:
@@ -197,8 +262,7 @@ def rewritten_intro(text: str, times: dict[int, ChapterTime]) -> str:
 
 def rewritten_syllabus(text: str, times: dict[int, ChapterTime]) -> str:
     def row(match: re.Match) -> str:
-        chapters = [int(n) for n in WEEK_CHAPTER.findall(match[2])]
-        return f"{match[1]}{hours(week_minutes(chapters, times))}{match[4]}"
+        return f"{match[1]}{hours(week_minutes(week_parts(match[2], times)))}{match[4]}"
     return WEEK_ROW.sub(row, text)
 
 
