@@ -12,6 +12,11 @@ The rule, stated for readers in "How to read this book" (book/myst/00-intro.md):
   exercise and MINUTES_PER_CONCEPT_CHECK for every concept check (a ``Quiz`` cell);
 - both rounded to the nearest ROUND_TO minutes, and never below ROUND_TO.
 
+A syllabus week is its chapters' time with the exercises plus MINUTES_PER_DISCUSSION, rounded
+to WEEK_ROUND_TO. A week may take half a chapter, named in its row as
+'10 {ref}`ch-delta` up to "The chunkwise form"' and '... from "The chunkwise form"'
+(``chapter_parts`` says how the halves are counted).
+
 An exercise's kind: ``derivation`` when its statement opens with "Derive", "Derivation"
 or "A derivation", or with an emphasised phrase that says derivation (the chapters' own
 way of telling the reader that the answer is an argument on paper, which the checker
