@@ -92,12 +92,14 @@ def test_write_rewrites_only_the_times():
     times = {0: rule.ChapterTime(100, 0, 1, (), 0), 7: rule.ChapterTime(9000, 3, 2, ("code",), 1),
              8: rule.ChapterTime(2000, 1, 1, ("value",), 0)}
     intro = ("**Time** about 1 minutes to read.\n\n| | chapter | claim | reading | with exercises |\n"
-             "|---|---|---|---|---|\n| 7 | {ref}`ch-x` | a claim, 3 min | 5 min | 9 min |\n")
+             "|---|---|---|---|---|\n| 7 | {ref}`ch-x` | a claim, 3 min | 5 min | 9 min |\n"
+             "\nThe next paragraph.\n")
     written = rule.rewritten_intro(intro, times)
     seven = times[7]
     assert f"| 7 | {{ref}}`ch-x` | a claim, 3 min | {seven.reading_minutes} min | " \
            f"{seven.with_exercises_minutes} min |" in written
     assert written.startswith(f"**Time** about {times[0].reading_minutes} minutes to read.\n")
+    assert written.endswith(" min |\n\nThe next paragraph.\n")  # the blank line that ends the table
     syllabus = "| 4 | 7 {ref}`ch-x`, 8 {ref}`ch-y` | objectives | 1 h | a question, 2 h? |\n"
     week = rule.week_minutes([times[7], times[8]])
     assert week % rule.WEEK_ROUND_TO == 0

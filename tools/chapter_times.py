@@ -223,7 +223,7 @@ def chapter_number(source: Path) -> int:
 
 # --- where the times are stated --------------------------------------------------------------
 
-INTRO_ROW = re.compile(r"^(\| (\d+) \|.*\| )(\d+) min \| (\d+) min \|\s*$", re.M)
+INTRO_ROW = re.compile(r"^(\| (\d+) \|.*\| )(\d+) min \| (\d+) min \|[ \t]*$", re.M)  # [ \t]: not the blank line after
 WEEK_ROW = re.compile(r"^(\| [^|]+ \| ([^|]*\{ref\}[^|]*) \|[^|]*\| )(\d+(?:\.5)? h)( \|.*)$", re.M)
 # a week's chapter: "10 {ref}`ch-delta`", or half of one: '... up to "The chunkwise form"'
 # (the sections before that one) or '... from "The chunkwise form"' (that one and the rest)
