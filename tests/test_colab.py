@@ -155,9 +155,9 @@ def test_the_translation_gives_plain_markdown(tmp_path):
     assert shown == (f"See (1) in [1. One](https://example.org/site/book/chapters/01-one.html), "
                      f"([Ada et al., 2001]({refs}); [Dee and Eff, 2002]({refs})) and "
                      f"[Dee and Eff (2002)]({refs}): 37.\n\n> **Note**\n>\n> Body.")
-    assert solution == plain_markdown.Solution("1", "Because.", "def solution_twice(x):\n    return 2 * x")
+    assert solution == plain_markdown.Solution("2.1", "Because.", "def solution_twice(x):\n    return 2 * x")
     assert after == "After."
-    assert book.chapters[0].equations == {"eq-one": "1"} and book.chapters[1].exercises == {"ex-two": "1"}
+    assert book.chapters[0].equations == {"eq-one": "1"} and book.chapters[1].exercises == {"ex-two": "2.1"}
 
 
 @pytest.mark.parametrize("text", ["{numref}`fig-x`", "```{figure} x.png\n```", "{ref}`nowhere`",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,45 @@ def test_the_scan_finds_ids_and_skips_file_names(tmp_path):
     page.write_text("Run `ch03.parallel_form`, then `ch03.no_such_thing`; see ch03.py.", "utf-8")
     assert named_ids(page) == {"ch03.parallel_form", "ch03.no_such_thing"}
     assert exists("ch03.parallel_form") and not exists("ch03.no_such_thing")
+
+
+# --- "Exercise 10.3": one number per exercise, the same on the website, on Colab and in the guide
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "tools"))
+import exercise_numbers  # noqa: E402
+import plain_markdown  # noqa: E402
+
+CHAPTER_SOURCES = sorted((ROOT / "book" / "myst").glob("[0-9][0-9]-*.md"))
+
+
+def test_website_numbers_exercises_per_chapter():
+    # the numbers Sphinx gives (one count through the book) become (chapter, position)
+    numbers = {"ex-b": (12,), "ex-a": (11,), "ex-c": (14,)}
+    assert exercise_numbers.per_chapter(numbers, 10) == {"ex-a": (10, 1), "ex-b": (10, 2),
+                                                         "ex-c": (10, 3)}
+    assert exercise_numbers.chapter_number("book/chapters/10-delta-rule") == 10
+    assert exercise_numbers.chapter_number("book/course/syllabus") is None
+
+
+def test_colab_editions_number_exercises_as_the_website_does():
+    for source in CHAPTER_SOURCES:
+        chapter = plain_markdown.read_chapter(source)
+        labels = list(chapter.exercises)
+        website = exercise_numbers.per_chapter(
+            {label: (index,) for index, label in enumerate(labels, start=40)},
+            exercise_numbers.chapter_number(f"book/chapters/{source.stem}"))
+        assert chapter.exercises == {label: ".".join(map(str, number))
+                                     for label, number in website.items()}, source.name
+
+
+def test_renumbering_leaves_pages_without_a_chapter_number_alone():
+    class Env:
+        toc_fignumbers = {"book/course/syllabus": {"exercise": {"x": (3,)}},
+                          "book/chapters/07-quality-gap": {"exercise": {"a": (9,), "b": (8,)},
+                                                           "figure": {"f": (2,)}}}
+    changed = exercise_numbers.renumber_exercises(None, Env)
+    assert changed == ["book/chapters/07-quality-gap"]
+    assert Env.toc_fignumbers["book/course/syllabus"] == {"exercise": {"x": (3,)}}
+    assert Env.toc_fignumbers["book/chapters/07-quality-gap"] == {
+        "exercise": {"b": (7, 1), "a": (7, 2)}, "figure": {"f": (2,)}}

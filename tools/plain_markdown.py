@@ -5,15 +5,16 @@ raw source. Every construct the chapters use gets a plain form here:
 
 - ``(label)=`` lines disappear;
 - a labelled equation ``$$ ... $$ (eq-label)`` keeps the number the website gives it, as
-  ``\\tag{9}``, and ``{eq}`eq-label``` becomes "(9)": the website numbers equations, and
-  exercises, through the whole book in reading order;
+  ``\\tag{9}``, and ``{eq}`eq-label``` becomes "(9)": the website numbers equations
+  through the whole book in reading order, and exercises per chapter, "10.3" being chapter
+  10's third (book/_ext/exercise_numbers.py);
 - ``{ref}`ch-label``` becomes a link to that chapter's page on the website;
 - ``{doc}`text <../references>``` becomes a link to that page on the website;
 - ``{cite:p}``/``{cite:t}`` become "(Katharopoulos et al., 2020)" / "Katharopoulos et al.
   (2020)", linked to the website's references page;
 - ``{glue:text}`name``` becomes the value recorded when the website was built;
 - an admonition or an exercise becomes a quoted block with a bold title
-  ("**Exercise 7**");
+  ("**Exercise 10.3**");
 - a solution becomes a :class:`Solution` (the notebook folds it into a Colab form cell),
   with a ``{literalinclude}`` of a ``:pyobject:`` replaced by that function's source.
 
@@ -67,12 +68,12 @@ class Chapter:
     title: str
     labels: list[str] = field(default_factory=list)
     equations: dict[str, str] = field(default_factory=dict)  # label -> "9"
-    exercises: dict[str, str] = field(default_factory=dict)  # label -> "7"
+    exercises: dict[str, str] = field(default_factory=dict)  # label -> "10.3"
 
 
-def read_chapter(source: Path, equations_before: int = 0, exercises_before: int = 0) -> Chapter:
-    """Number the chapter (from its file name), its labelled equations and its exercises,
-    counting on from those of the chapters before it."""
+def read_chapter(source: Path, equations_before: int = 0) -> Chapter:
+    """Number the chapter (from its file name), its labelled equations (counting on from
+    those of the chapters before it) and its exercises ("10.3": chapter, then position)."""
     text = source.read_text(encoding="utf-8")
     number = int(source.stem.split("-")[0])
     title = next(line[2:].strip() for line in text.splitlines() if line.startswith("# "))
@@ -87,7 +88,7 @@ def read_chapter(source: Path, equations_before: int = 0, exercises_before: int 
             pending_label = True
         elif pending_label and line.startswith(":label:"):
             label = line.split(":label:")[1].strip()
-            chapter.exercises[label] = str(exercises_before + len(chapter.exercises) + 1)
+            chapter.exercises[label] = f"{number}.{len(chapter.exercises) + 1}"
             pending_label = False
     return chapter
 
@@ -105,8 +106,7 @@ class Book:
         """The chapters in reading order (``sources``), numbered as the website numbers them."""
         chapters: list[Chapter] = []
         for source in sources:
-            chapters.append(read_chapter(source, sum(len(c.equations) for c in chapters),
-                                         sum(len(c.exercises) for c in chapters)))
+            chapters.append(read_chapter(source, sum(len(c.equations) for c in chapters)))
         return cls(chapters, read_bibliography(bibfile), site)
 
     def page(self, stem: str) -> str:
@@ -122,7 +122,7 @@ class Book:
         raise KeyError(label)
 
     def exercise(self, label: str) -> tuple[Chapter, str] | None:
-        """(chapter, "7") for an exercise label, or None."""
+        """(chapter, "10.3") for an exercise label, or None."""
         for chapter in self.chapters:
             if label in chapter.exercises:
                 return chapter, chapter.exercises[label]
@@ -155,7 +155,7 @@ def read_bibliography(bibfile: Path) -> dict[str, tuple[str, str]]:
 class Solution:
     """A folded solution: the exercise it answers, its prose and its code."""
 
-    exercise: str  # "7"
+    exercise: str  # "10.3"
     prose: str
     code: str
 
@@ -207,7 +207,7 @@ class ChapterTranslator:
                 raise self.fail(f"unknown equation {target}") from None
         if name == "ref":
             exercise = self.book.exercise(target)
-            if exercise is not None:  # an exercise label: "Exercise 7", on its chapter's page
+            if exercise is not None:  # an exercise label: "Exercise 10.3", on its chapter's page
                 chapter, number = exercise
                 return f"[{text or f'Exercise {number}'}]({self.book.page(chapter.stem)}#{target})"
             try:
