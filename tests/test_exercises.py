@@ -359,3 +359,21 @@ def test_grading_can_run_a_submission_first_so_saved_verdicts_do_not_count(tmp_p
     assert grading.notebook_verdicts(path) == {"ch02.one_weight": "correct"}  # as saved
     assert grading.notebook_verdicts(path, execute=True) == {"ch05.output": "correct",
                                                              "ch02.one_weight": "wrong"}
+
+
+# --- Chapters 1-5: derivation exercises that replaced copy-a-number ones ---
+
+def test_matrix_overtakes_cache_just_past_d_plus_d_v():
+    n = exercises.CATALOG["ch01.matrix_entries"].solution
+    assert n == 2 * 128 + 1
+    below, at = (la.attention_cost(n=x, d=128) for x in (n - 1, n))
+    assert below.softmax_matrix_entries == below.kv_cache_entries  # N = d + d_v: a tie
+    assert at.softmax_matrix_entries > at.kv_cache_entries
+
+
+def test_overflow_cases_pass_the_float64_limit_of_exp():
+    from lattn_edu.exercises import ch01
+    limit = np.log(np.finfo(np.float64).max)  # about 709.8
+    peaks = ch01.overflow_case_peaks()
+    assert set(peaks) == {"causal_weights", "normaliser_last"}
+    assert all(peak > limit for peak in peaks.values())

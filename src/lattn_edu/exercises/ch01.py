@@ -74,6 +74,21 @@ def _normaliser_cases():
     return cases
 
 
+def overflow_case_peaks():
+    """The largest |score| q·k/√d among the inputs the two overflow-checking exercises try."""
+    def peak(cases):
+        return max(float(np.abs(c["q"] @ c["k"].T).max() / np.sqrt(c["q"].shape[-1])) for c in cases)
+    return {"causal_weights": peak(_weight_cases()), "normaliser_last": peak(_normaliser_cases())}
+
+
+def _matrix_overtakes_cache(d: int = 128, d_v: int = 128) -> int:
+    """The smallest N whose N×N matrix holds more entries than its KV cache, counted by the package."""
+    def matrix_is_larger(n):
+        cost = la.attention_cost(n=n, d=d, d_v=d_v)
+        return cost.softmax_matrix_entries > cost.kv_cache_entries
+    return next(n for n in range(1, 10 * (d + d_v)) if matrix_is_larger(n))
+
+
 def _decade_factors():
     """How many times the N×N matrix outgrows (the state, the KV cache) from N = 10⁴ to 10⁵."""
     before, after = (la.attention_cost(n=n, d=128) for n in (10_000, 100_000))
@@ -88,8 +103,9 @@ EXERCISES = [
     Exercise("ch01.softmax_attention", "Softmax attention output O = A V, causal or not", "code",
              solution_softmax_attention,
              lambda answer: check_function(answer, la.softmax_attention, _output_cases(), rtol=1e-5)),
-    value_exercise("ch01.matrix_entries", "Entries of one head's N×N attention matrix at N = 100,000",
-                   la.attention_cost(n=100_000, d=128).softmax_matrix_entries),
+    value_exercise("ch01.matrix_entries",
+                   "Derive: the smallest N at which one head's N×N matrix outgrows its KV cache "
+                   "(d = d_v = 128)", _matrix_overtakes_cache()),
     Exercise("ch01.normaliser_last", "Softmax attention with the normaliser applied last, D⁻¹(E V)",
              "code", solution_normaliser_last,
              lambda answer: check_function(answer, _reference_normaliser_last, _normaliser_cases(),
