@@ -377,3 +377,11 @@ def test_overflow_cases_pass_the_float64_limit_of_exp():
     peaks = ch01.overflow_case_peaks()
     assert set(peaks) == {"causal_weights", "normaliser_last"}
     assert all(peak > limit for peak in peaks.values())
+
+
+def test_taylor_state_entries_and_the_n_where_the_matrix_is_larger():
+    entries, n = exercises.CATALOG["ch03.state_entries"].solution
+    m = la.taylor_features(np.zeros((1, 128))).shape[-1]
+    assert m == 1 + 128 + 128 * 129 // 2
+    assert entries == m * (128 + 1)  # S [m, d_v] and z [m]
+    assert (n - 1) ** 2 <= entries < n**2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import lattn_edu as la
@@ -69,6 +71,14 @@ def _ratio_cases():
                                  (4097, 32, 128, 256), (100_000, 128, 64, 16))]
 
 
+def _taylor_state_and_crossover(d: int = 128, d_v: int = 128) -> np.ndarray:
+    """(entries of S and z with the second-order Taylor map, smallest N whose N×N matrix is larger)."""
+    m = la.taylor_features(np.zeros((1, d))).shape[-1]  # 1 + d + d(d+1)/2
+    entries = la.attention_cost(n=1, d=d, d_v=d_v, m=m).linear_state_entries + m  # S, then z
+    smallest_n = math.isqrt(entries) + 1  # the first N with N² > entries
+    return np.array([entries, smallest_n])
+
+
 def _count_slopes():
     """The log–log slopes of the softmax and linear multiply-add counts against N (d = 64)."""
     sizes = np.array([1_000, 2_000, 4_000, 8_000, 16_000])
@@ -85,8 +95,9 @@ EXERCISES = [
     Exercise("ch03.two_costs", "Count the multiply-adds of both parenthesisations", "code",
              solution_two_costs,
              lambda answer: check_function(answer, _reference_two_costs, _cost_cases(), rtol=1e-9)),
-    value_exercise("ch03.state_entries", "Entries of the state S at N = 100,000, d = d_v = m = 128",
-                   la.attention_cost(n=100_000, d=128).linear_state_entries),
+    value_exercise("ch03.state_entries",
+                   "Derive: the entries of S and z with the Taylor map at d = d_v = 128, and the "
+                   "smallest N whose N×N matrix is larger", _taylor_state_and_crossover()),
     value_exercise("ch03.work_ratio",
                    "How many times more multiply-adds the left order needs at N = 32,768, d = d_v = m = 64",
                    la.attention_cost(n=32_768, d=64).compute_ratio, rtol=1e-3),
