@@ -385,3 +385,23 @@ def test_taylor_state_entries_and_the_n_where_the_matrix_is_larger():
     assert m == 1 + 128 + 128 * 129 // 2
     assert entries == m * (128 + 1)  # S [m, d_v] and z [m]
     assert (n - 1) ** 2 <= entries < n**2
+
+
+def test_removing_token_one_leaves_the_state_of_tokens_two_and_three():
+    from lattn_edu.exercises import ch05
+    rebuilt = la.LinearAttentionState(m=2, d_v=2, eps=0.0)
+    for phi_k, v in (ch05.SEED_TOKENS[1], ch05.THIRD):
+        rebuilt.update(phi_k=phi_k, v=v)
+    np.testing.assert_array_equal(exercises.CATALOG["ch05.state"].solution, rebuilt.S)
+
+
+def test_token_two_read_shows_interference_only_after_the_third_token():
+    from lattn_edu.exercises import ch05
+    key_2, v_2 = (np.asarray(x, dtype=float) for x in ch05.SEED_TOKENS[1])
+    two = la.LinearAttentionState(m=2, d_v=2, eps=0.0)
+    for phi_k, v in ch05.SEED_TOKENS:
+        two.update(phi_k=phi_k, v=v)
+    np.testing.assert_array_equal(two.read(key_2), v_2)  # orthogonal keys: a clean lookup
+    read = exercises.CATALOG["ch05.output"].solution
+    np.testing.assert_allclose(read, (v_2 + np.asarray(ch05.THIRD[1])) / 2)  # v_2 and v_3 blend
+    assert not np.allclose(read, v_2)

@@ -32,10 +32,18 @@ def balanced_query_weight() -> float:
     return float((S[1, 1] - S[1, 0]) / (S[0, 0] - S[0, 1]))
 
 
+def _state_without_first_token() -> np.ndarray:
+    """The three-token S with token 1's outer product taken out again (S is a plain sum)."""
+    state = _state(SEED_TOKENS + [THIRD])
+    phi_k, v = SEED_TOKENS[0]
+    return state.S - np.outer(phi_k, v)  # [m, d_v]
+
+
 EXERCISES = [
-    value_exercise("ch05.state", "The state S after the two tokens of the example",
-                   _state(SEED_TOKENS).S.copy()),
-    value_exercise("ch05.output", "The output o for φ(q) = [3, 1]", _state(SEED_TOKENS).read(QUERY)),
+    value_exercise("ch05.state", "Remove token 1 from the three-token state: the new S",
+                   _state_without_first_token()),
+    value_exercise("ch05.output", "Interference: the three-token state read with token 2's key φ(k2) = [0, 1]",
+                   _state(SEED_TOKENS + [THIRD]).read(np.asarray(SEED_TOKENS[1][0], dtype=float))),
     value_exercise("ch05.fourth_token",
                    "Add φ(k3) = [1, 1], v3 = [2, 2] and φ(k4) = [2, 0], v4 = [0, 4]: the new o for φ(q) = [3, 1]",
                    _state(SEED_TOKENS + [THIRD, FOURTH]).read(QUERY), rtol=1e-4),
