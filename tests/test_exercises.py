@@ -161,9 +161,9 @@ def test_normaliser_last_solution_never_forms_the_weights_yet_matches_softmax(rn
 
 def test_prediction_exercises_state_the_powers_of_n():
     # per factor of ten in N the matrix grows 10^2 against the flat state, 10^1 against
-    # the KV cache; the counted multiply-adds have log-log slopes 2 and 1
+    # the KV cache; against the head width the counted multiply-adds have slopes 1 and 2
     assert np.allclose(exercises.CATALOG["ch01.decade_factors"].solution, [10**2, 10**1])
-    assert np.allclose(exercises.CATALOG["ch03.count_slopes"].solution, [2, 1])
+    assert np.allclose(exercises.CATALOG["ch03.count_slopes"].solution, [1, 2])
 
 
 def test_generation_work_closed_form_grows_quadratically_for_the_cache():
@@ -173,10 +173,33 @@ def test_generation_work_closed_form_grows_quadratically_for_the_cache():
     assert 8.9 < cache_3 / cache_1 < 9.0  # T(T + 1): just under 9 for T -> 3T
 
 
-def test_work_ratio_formula_is_n_over_d_when_widths_agree():
+def test_causal_work_ratio_counts_the_pairs_a_causal_softmax_computes(rng):
     ratio = exercises.CATALOG["ch03.work_ratio_formula"].solution
-    assert ratio(n=4097, d=33, d_v=33, m=33) == pytest.approx(4097 / 33, rel=1e-12)
-    assert ratio(n=4097, d=33, d_v=65, m=17) == pytest.approx(4097 * 98 / (2 * 17 * 65), rel=1e-12)
+    # (N + 1)/2 d against N/d non-causal: half, plus the diagonal
+    assert ratio(n=4097, d=33, d_v=33, m=33) == pytest.approx(4098 / (2 * 33), rel=1e-12)
+    # the count is the multiply-adds a causal softmax really does: one row of i scores per query
+    n, d, d_v, m = 9, 3, 5, 4
+    pairs = int(np.tril(np.ones((n, n))).sum())
+    assert ratio(n=n, d=d, d_v=d_v, m=m) == pytest.approx(pairs * (d + d_v) / (2 * n * m * d_v))
+    with pytest.raises(ExerciseFailed):  # the non-causal ratio halved misses the diagonal
+        exercises.CATALOG["ch03.work_ratio_formula"].check(
+            lambda n, d, d_v, m: n * (d + d_v) / (4 * m * d_v))
+
+
+def test_parallel_form_checker_refuses_the_n_by_n_order():
+    def left_order(phi_q, phi_k, v):
+        weights = phi_q @ phi_k.T  # [N_q, N]
+        return (weights @ v) / weights.sum(axis=1, keepdims=True)
+
+    with pytest.raises(ExerciseFailed, match="MemoryError"):
+        exercises.CATALOG["ch03.parallel_form"].check(left_order)
+
+
+def test_taylor_work_ratio_says_linear_still_wins_at_4096():
+    m = 1 + 64 + 64 * 65 // 2
+    expected = 4096 * (64 + 128) / (2 * m * 128)
+    assert exercises.CATALOG["ch03.work_ratio"].solution == pytest.approx(expected)
+    assert 1 < expected < 2
 
 
 def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(rng):
