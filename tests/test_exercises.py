@@ -153,16 +153,27 @@ def test_rank_bound_is_the_rank_random_features_reach(n, m):
     assert rank == exercises.CATALOG["ch02.rank_bound"].solution(n=n, m=m)
 
 
-def test_normaliser_last_solution_never_forms_the_weights_yet_matches_softmax(rng):
+def test_normaliser_last_pieces_divide_to_softmax_and_the_package_call_is_refused(rng):
     q, k, v = rng.standard_normal((3, 11, 5))
-    got = exercises.CATALOG["ch01.normaliser_last"].solution(q=q, k=k, v=v)
-    assert np.allclose(got, la.softmax_attention(q, k, v), rtol=1e-12, atol=1e-14)
+    numerator, row_sums = exercises.CATALOG["ch01.normaliser_last"].solution(q=q, k=k, v=v)
+    assert np.allclose(numerator / row_sums[:, None], la.softmax_attention(q, k, v), rtol=1e-12)
+    assert np.all(row_sums >= 1)  # the largest shifted exponential is e^0 = 1
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch01.normaliser_last"].check(la.softmax_attention)
+
+
+def test_decoding_exercise_is_not_the_package_causal_mask():
+    # the package aligns the causal mask top-left (query i sees j <= i); decoding aligns it
+    # bottom-right, so with N_q < N the package call must be rejected (it refuses N_q != N)
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch01.softmax_attention"].check(
+            lambda q, k, v: la.softmax_attention(q, k, v, causal=True))
 
 
 def test_prediction_exercises_state_the_powers_of_n():
-    # per factor of ten in N the matrix grows 10^2 against the flat state, 10^1 against
+    # for three times the tokens the matrix grows 3^2 against the flat state, 3^1 against
     # the KV cache; against the head width the counted multiply-adds have slopes 1 and 2
-    assert np.allclose(exercises.CATALOG["ch01.decade_factors"].solution, [10**2, 10**1])
+    assert np.allclose(exercises.CATALOG["ch01.decade_factors"].solution, [3**2, 3**1])
     assert np.allclose(exercises.CATALOG["ch03.count_slopes"].solution, [1, 2])
 
 
