@@ -144,13 +144,38 @@ def test_quiz_html_is_self_contained_and_marks_one_answer():
         Quiz("?", ("a", "b"), 2, ("x", "y"))
 
 
-@pytest.mark.parametrize("n,m", [(9, 3), (5, 7), (31, 31), (1, 4)])
-def test_rank_bound_is_the_rank_random_features_reach(n, m):
-    # the derivation's bound is attained: generic features give rank exactly min(N, m)
-    rng = np.random.default_rng(n * 100 + m)
-    phi_q, phi_k = la.elu_plus_one(rng.standard_normal((2, n, m)))
+@pytest.mark.parametrize("n,d", [(9, 3), (5, 7), (31, 3), (1, 4), (64, 4)])
+def test_rank_bound_is_the_rank_random_taylor_features_reach(n, d):
+    # the derivation's bound is attained: generic inputs give rank exactly min(N, m)
+    rng = np.random.default_rng(n * 100 + d)
+    phi_q, phi_k = la.taylor_features(rng.standard_normal((2, n, d)))
     rank = la.numerical_rank(phi_q @ phi_k.T)
-    assert rank == exercises.CATALOG["ch02.rank_bound"].solution(n=n, m=m)
+    assert rank == exercises.CATALOG["ch02.rank_bound"].solution(n=n, d=d)
+
+
+def test_elu_checker_refuses_an_exponential_that_overflows():
+    def overflowing(x):
+        return np.where(x > 0, x + 1, np.exp(x))  # right values, but exp(800) = inf on the way
+
+    with pytest.raises(ExerciseFailed, match="overflow"):
+        exercises.CATALOG["ch02.elu_plus_one"].check(overflowing)
+
+
+def test_kernel_weights_checker_switches_the_package_helper_off():
+    def helper(q, k):
+        return la.effective_attention_matrix(q, k, "elu+1", causal=True, eps=0.0)
+
+    with pytest.raises(ExerciseFailed, match="switched off"):
+        exercises.CATALOG["ch02.kernel_weights"].check(helper)
+    q = np.ones((3, 2))
+    assert la.effective_attention_matrix(q, q).shape == (3, 3)  # restored afterwards
+
+
+def test_one_weight_accepts_three_digits_from_a_rounded_e():
+    exercise = exercises.CATALOG["ch02.one_weight"]
+    exercise.check(3 + 3 * 0.37)  # 4.11, from e^-1 rounded to two digits
+    with pytest.raises(ExerciseFailed):
+        exercise.check(4.2)
 
 
 def test_normaliser_last_pieces_divide_to_softmax_and_the_package_call_is_refused(rng):
