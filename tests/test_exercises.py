@@ -464,3 +464,18 @@ def test_token_two_read_shows_interference_only_after_the_third_token():
     read = exercises.CATALOG["ch05.output"].solution
     np.testing.assert_allclose(read, (v_2 + np.asarray(ch05.THIRD[1])) / 2)  # v_2 and v_3 blend
     assert not np.allclose(read, v_2)
+
+
+def test_causal_scan_checker_switches_the_package_forms_off():
+    def package_call(phi_q, phi_k, v):
+        return la.recurrent_linear_attention(phi_q, phi_k, v, causal=True, eps=0.0)
+
+    with pytest.raises(ExerciseFailed, match="switched off"):
+        exercises.CATALOG["ch04.causal_scan"].check(package_call)
+    assert la.recurrent_linear_attention.__name__ == "recurrent_linear_attention"  # restored
+
+
+def test_cache_overtakes_state_after_33_tokens():
+    # 128 N > 64 * 64 + 64 = 4160 first at N = 33
+    assert exercises.CATALOG["ch04.cache_overtakes_state"].solution == 33
+    assert 32 * 128 < 64 * 64 + 64 < 33 * 128

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import numpy as np
 
 import lattn_edu as la
 
-from .base import Exercise, check_function, value_exercise
+from .base import Exercise, check_function, value_exercise, without_package
 
 
 def solution_elu_plus_one(x):
@@ -74,33 +73,8 @@ def _check_elu_plus_one(answer):
     check_function(without_overflow, lambda x: la.elu_plus_one(x), _elu_cases(), rtol=1e-6)
 
 
-@contextlib.contextmanager
-def _without_weight_helper():
-    """The exercise is to build the weights: the package's helper refuses while it runs."""
-    import lattn_edu.analysis as analysis
-
-    def refuse(*args, **kwargs):
-        raise RuntimeError("this exercise asks you to build the weights with numpy; "
-                           "la.effective_attention_matrix is switched off while it is checked")
-
-    saved = la.effective_attention_matrix, analysis.effective_attention_matrix
-    la.effective_attention_matrix = analysis.effective_attention_matrix = refuse
-    try:
-        yield
-    finally:
-        la.effective_attention_matrix, analysis.effective_attention_matrix = saved
-
-
 def _check_kernel_weights(answer):
-    if not callable(answer):  # check_function says what is wrong
-        return check_function(answer, la.effective_attention_matrix, _weight_cases())
-
-    def built_by_hand(q, k):
-        with _without_weight_helper():
-            return answer(q=q, k=k)
-
-    built_by_hand.__name__ = getattr(answer, "__name__", "your function")
-    check_function(built_by_hand,
+    check_function(without_package(answer, "effective_attention_matrix"),
                    lambda q, k: la.effective_attention_matrix(q, k, "elu+1", causal=True, eps=0.0),
                    _weight_cases(), rtol=1e-6)
 
