@@ -451,7 +451,8 @@ def test_removing_token_one_leaves_the_state_of_tokens_two_and_three():
     rebuilt = la.LinearAttentionState(m=2, d_v=2, eps=0.0)
     for phi_k, v in (ch05.SEED_TOKENS[1], ch05.THIRD):
         rebuilt.update(phi_k=phi_k, v=v)
-    np.testing.assert_array_equal(exercises.CATALOG["ch05.state"].solution, rebuilt.S)
+    np.testing.assert_array_equal(exercises.CATALOG["ch05.state"].solution,
+                                  np.vstack([rebuilt.S, rebuilt.z]))
 
 
 def test_token_two_read_shows_interference_only_after_the_third_token():
@@ -479,3 +480,18 @@ def test_cache_overtakes_state_after_33_tokens():
     # 128 N > 64 * 64 + 64 = 4160 first at N = 33
     assert exercises.CATALOG["ch04.cache_overtakes_state"].solution == 33
     assert 32 * 128 < 64 * 64 + 64 < 33 * 128
+
+
+def test_clean_third_key_accepts_every_key_orthogonal_to_token_one():
+    exercise = exercises.CATALOG["ch05.clean_third_key"]
+    for key in ([0.0, 1.0], [0.0, 7.5], np.array([0, 3])):
+        exercise.check(key)
+    for wrong in ([1.0, 1.0], [0.01, 2.0], [0.0, -1.0], [0.0, 0.0], [0.0, 1.0, 0.0], "seven"):
+        with pytest.raises(ExerciseFailed):
+            exercise.check(wrong)
+
+
+def test_fourth_token_accepts_three_digit_decimals():
+    exercises.CATALOG["ch05.fourth_token"].check(np.array([0.786, 2.429]))
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch05.fourth_token"].check(np.array([0.79, 2.43]) * 1.01)
