@@ -144,26 +144,62 @@ def test_quiz_html_is_self_contained_and_marks_one_answer():
         Quiz("?", ("a", "b"), 2, ("x", "y"))
 
 
-@pytest.mark.parametrize("n,m", [(9, 3), (5, 7), (31, 31), (1, 4)])
-def test_rank_bound_is_the_rank_random_features_reach(n, m):
-    # the derivation's bound is attained: generic features give rank exactly min(N, m)
-    rng = np.random.default_rng(n * 100 + m)
-    phi_q, phi_k = la.elu_plus_one(rng.standard_normal((2, n, m)))
+@pytest.mark.parametrize("n,d", [(9, 3), (5, 7), (31, 3), (1, 4), (64, 4)])
+def test_rank_bound_is_the_rank_random_taylor_features_reach(n, d):
+    # the derivation's bound is attained: generic inputs give rank exactly min(N, m)
+    rng = np.random.default_rng(n * 100 + d)
+    phi_q, phi_k = la.taylor_features(rng.standard_normal((2, n, d)))
     rank = la.numerical_rank(phi_q @ phi_k.T)
-    assert rank == exercises.CATALOG["ch02.rank_bound"].solution(n=n, m=m)
+    assert rank == exercises.CATALOG["ch02.rank_bound"].solution(n=n, d=d)
 
 
-def test_normaliser_last_solution_never_forms_the_weights_yet_matches_softmax(rng):
+def test_elu_checker_refuses_an_exponential_that_overflows():
+    def overflowing(x):
+        return np.where(x > 0, x + 1, np.exp(x))  # right values, but exp(800) = inf on the way
+
+    with pytest.raises(ExerciseFailed, match="overflow"):
+        exercises.CATALOG["ch02.elu_plus_one"].check(overflowing)
+
+
+def test_kernel_weights_checker_switches_the_package_helper_off():
+    def helper(q, k):
+        return la.effective_attention_matrix(q, k, "elu+1", causal=True, eps=0.0)
+
+    with pytest.raises(ExerciseFailed, match="switched off"):
+        exercises.CATALOG["ch02.kernel_weights"].check(helper)
+    q = np.ones((3, 2))
+    assert la.effective_attention_matrix(q, q).shape == (3, 3)  # restored afterwards
+
+
+def test_one_weight_accepts_three_digits_from_a_rounded_e():
+    exercise = exercises.CATALOG["ch02.one_weight"]
+    exercise.check(3 + 3 * 0.37)  # 4.11, from e^-1 rounded to two digits
+    with pytest.raises(ExerciseFailed):
+        exercise.check(4.2)
+
+
+def test_normaliser_last_pieces_divide_to_softmax_and_the_package_call_is_refused(rng):
     q, k, v = rng.standard_normal((3, 11, 5))
-    got = exercises.CATALOG["ch01.normaliser_last"].solution(q=q, k=k, v=v)
-    assert np.allclose(got, la.softmax_attention(q, k, v), rtol=1e-12, atol=1e-14)
+    numerator, row_sums = exercises.CATALOG["ch01.normaliser_last"].solution(q=q, k=k, v=v)
+    assert np.allclose(numerator / row_sums[:, None], la.softmax_attention(q, k, v), rtol=1e-12)
+    assert np.all(row_sums >= 1)  # the largest shifted exponential is e^0 = 1
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch01.normaliser_last"].check(la.softmax_attention)
+
+
+def test_decoding_exercise_is_not_the_package_causal_mask():
+    # the package aligns the causal mask top-left (query i sees j <= i); decoding aligns it
+    # bottom-right, so with N_q < N the package call must be rejected (it refuses N_q != N)
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch01.softmax_attention"].check(
+            lambda q, k, v: la.softmax_attention(q, k, v, causal=True))
 
 
 def test_prediction_exercises_state_the_powers_of_n():
-    # per factor of ten in N the matrix grows 10^2 against the flat state, 10^1 against
-    # the KV cache; the counted multiply-adds have log-log slopes 2 and 1
-    assert np.allclose(exercises.CATALOG["ch01.decade_factors"].solution, [10**2, 10**1])
-    assert np.allclose(exercises.CATALOG["ch03.count_slopes"].solution, [2, 1])
+    # for three times the tokens the matrix grows 3^2 against the flat state, 3^1 against
+    # the KV cache; against the head width the counted multiply-adds have slopes 1 and 2
+    assert np.allclose(exercises.CATALOG["ch01.decade_factors"].solution, [3**2, 3**1])
+    assert np.allclose(exercises.CATALOG["ch03.count_slopes"].solution, [1, 2])
 
 
 def test_generation_work_closed_form_grows_quadratically_for_the_cache():
@@ -173,10 +209,33 @@ def test_generation_work_closed_form_grows_quadratically_for_the_cache():
     assert 8.9 < cache_3 / cache_1 < 9.0  # T(T + 1): just under 9 for T -> 3T
 
 
-def test_work_ratio_formula_is_n_over_d_when_widths_agree():
+def test_causal_work_ratio_counts_the_pairs_a_causal_softmax_computes(rng):
     ratio = exercises.CATALOG["ch03.work_ratio_formula"].solution
-    assert ratio(n=4097, d=33, d_v=33, m=33) == pytest.approx(4097 / 33, rel=1e-12)
-    assert ratio(n=4097, d=33, d_v=65, m=17) == pytest.approx(4097 * 98 / (2 * 17 * 65), rel=1e-12)
+    # (N + 1)/2 d against N/d non-causal: half, plus the diagonal
+    assert ratio(n=4097, d=33, d_v=33, m=33) == pytest.approx(4098 / (2 * 33), rel=1e-12)
+    # the count is the multiply-adds a causal softmax really does: one row of i scores per query
+    n, d, d_v, m = 9, 3, 5, 4
+    pairs = int(np.tril(np.ones((n, n))).sum())
+    assert ratio(n=n, d=d, d_v=d_v, m=m) == pytest.approx(pairs * (d + d_v) / (2 * n * m * d_v))
+    with pytest.raises(ExerciseFailed):  # the non-causal ratio halved misses the diagonal
+        exercises.CATALOG["ch03.work_ratio_formula"].check(
+            lambda n, d, d_v, m: n * (d + d_v) / (4 * m * d_v))
+
+
+def test_parallel_form_checker_refuses_the_n_by_n_order():
+    def left_order(phi_q, phi_k, v):
+        weights = phi_q @ phi_k.T  # [N_q, N]
+        return (weights @ v) / weights.sum(axis=1, keepdims=True)
+
+    with pytest.raises(ExerciseFailed, match="MemoryError"):
+        exercises.CATALOG["ch03.parallel_form"].check(left_order)
+
+
+def test_taylor_work_ratio_says_linear_still_wins_at_4096():
+    m = 1 + 64 + 64 * 65 // 2
+    expected = 4096 * (64 + 128) / (2 * m * 128)
+    assert exercises.CATALOG["ch03.work_ratio"].solution == pytest.approx(expected)
+    assert 1 < expected < 2
 
 
 def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(rng):
@@ -357,3 +416,80 @@ def test_grading_can_run_a_submission_first_so_saved_verdicts_do_not_count(tmp_p
     assert grading.notebook_verdicts(path) == {"ch02.one_weight": "correct"}  # as saved
     assert grading.notebook_verdicts(path, execute=True) == {"ch05.output": "correct",
                                                              "ch02.one_weight": "wrong"}
+
+
+# --- Chapters 1-5: derivation exercises that replaced copy-a-number ones ---
+
+def test_matrix_overtakes_cache_just_past_d_plus_d_v():
+    n = exercises.CATALOG["ch01.matrix_entries"].solution
+    assert n == 2 * 128 + 1
+    below, at = (la.attention_cost(n=x, d=128) for x in (n - 1, n))
+    assert below.softmax_matrix_entries == below.kv_cache_entries  # N = d + d_v: a tie
+    assert at.softmax_matrix_entries > at.kv_cache_entries
+
+
+def test_overflow_cases_pass_the_float64_limit_of_exp():
+    from lattn_edu.exercises import ch01
+    limit = np.log(np.finfo(np.float64).max)  # about 709.8
+    peaks = ch01.overflow_case_peaks()
+    assert set(peaks) == {"causal_weights", "normaliser_last"}
+    assert all(peak > limit for peak in peaks.values())
+
+
+def test_taylor_state_entries_and_the_n_where_the_matrix_is_larger():
+    entries, n = exercises.CATALOG["ch03.state_entries"].solution
+    m = la.taylor_features(np.zeros((1, 128))).shape[-1]
+    assert m == 1 + 128 + 128 * 129 // 2
+    assert entries == m * (128 + 1)  # S [m, d_v] and z [m]
+    assert (n - 1) ** 2 <= entries < n**2
+
+
+def test_removing_token_one_leaves_the_state_of_tokens_two_and_three():
+    from lattn_edu.exercises import ch05
+    rebuilt = la.LinearAttentionState(m=2, d_v=2, eps=0.0)
+    for phi_k, v in (ch05.SEED_TOKENS[1], ch05.THIRD):
+        rebuilt.update(phi_k=phi_k, v=v)
+    np.testing.assert_array_equal(exercises.CATALOG["ch05.state"].solution,
+                                  np.vstack([rebuilt.S, rebuilt.z]))
+
+
+def test_token_two_read_shows_interference_only_after_the_third_token():
+    from lattn_edu.exercises import ch05
+    key_2, v_2 = (np.asarray(x, dtype=float) for x in ch05.SEED_TOKENS[1])
+    two = la.LinearAttentionState(m=2, d_v=2, eps=0.0)
+    for phi_k, v in ch05.SEED_TOKENS:
+        two.update(phi_k=phi_k, v=v)
+    np.testing.assert_array_equal(two.read(key_2), v_2)  # orthogonal keys: a clean lookup
+    read = exercises.CATALOG["ch05.output"].solution
+    np.testing.assert_allclose(read, (v_2 + np.asarray(ch05.THIRD[1])) / 2)  # v_2 and v_3 blend
+    assert not np.allclose(read, v_2)
+
+
+def test_causal_scan_checker_switches_the_package_forms_off():
+    def package_call(phi_q, phi_k, v):
+        return la.recurrent_linear_attention(phi_q, phi_k, v, causal=True, eps=0.0)
+
+    with pytest.raises(ExerciseFailed, match="switched off"):
+        exercises.CATALOG["ch04.causal_scan"].check(package_call)
+    assert la.recurrent_linear_attention.__name__ == "recurrent_linear_attention"  # restored
+
+
+def test_cache_overtakes_state_after_33_tokens():
+    # 128 N > 64 * 64 + 64 = 4160 first at N = 33
+    assert exercises.CATALOG["ch04.cache_overtakes_state"].solution == 33
+    assert 32 * 128 < 64 * 64 + 64 < 33 * 128
+
+
+def test_clean_third_key_accepts_every_key_orthogonal_to_token_one():
+    exercise = exercises.CATALOG["ch05.clean_third_key"]
+    for key in ([0.0, 1.0], [0.0, 7.5], np.array([0, 3])):
+        exercise.check(key)
+    for wrong in ([1.0, 1.0], [0.01, 2.0], [0.0, -1.0], [0.0, 0.0], [0.0, 1.0, 0.0], "seven"):
+        with pytest.raises(ExerciseFailed):
+            exercise.check(wrong)
+
+
+def test_fourth_token_accepts_three_digit_decimals():
+    exercises.CATALOG["ch05.fourth_token"].check(np.array([0.786, 2.429]))
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch05.fourth_token"].check(np.array([0.79, 2.43]) * 1.01)

@@ -28,8 +28,8 @@ def _check_budget(q: np.ndarray, k: np.ndarray, max_matrix_bytes: int) -> None:
     if needed > max_matrix_bytes:
         raise ValueError(
             f"softmax attention would materialise {_matrices(math.prod(lead))} of "
-            f"[{n_q}, {n}] = {needed / 2**30:.2f} GiB, above max_matrix_bytes="
-            f"{max_matrix_bytes / 2**30:.2f} GiB. Use lattn_edu.linear_attention, whose "
+            f"[{n_q}, {n}] = {needed:,} bytes ({needed / 2**30:.2f} GiB), above "
+            f"max_matrix_bytes={max_matrix_bytes:,} bytes. Use lattn_edu.linear_attention, whose "
             f"memory is O(N), or raise max_matrix_bytes if you really want the N×N matrix.")
 
 

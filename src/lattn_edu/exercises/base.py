@@ -13,6 +13,7 @@ raising, and treats an unfinished stub (``NotImplementedError``) as "not attempt
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -154,3 +155,38 @@ def code_exercise(id: str, title: str, solution: Callable[..., Any],
     """An exercise whose answer is a function, compared with ``solution`` on seeded ``cases()``."""
     return Exercise(id, title, "code", solution,
                     lambda answer: check_function(answer, solution, cases(), rtol, outputs))
+
+
+@contextlib.contextmanager
+def _package_switched_off(names: tuple[str, ...]):
+    """Replace ``lattn_edu.<name>`` for each name by a function that refuses, then restore."""
+    import lattn_edu
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(f"this exercise asks you to write it yourself with numpy; "
+                           f"lattn_edu.{' / '.join(names)} is switched off while it is checked")
+
+    saved = {name: getattr(lattn_edu, name) for name in names}
+    for name in names:
+        setattr(lattn_edu, name, refuse)
+    try:
+        yield
+    finally:
+        for name, original in saved.items():
+            setattr(lattn_edu, name, original)
+
+
+def without_package(answer: Any, *names: str) -> Any:
+    """``answer`` wrapped so that the package functions ``names`` refuse while it runs: for
+    exercises whose point is to write what those functions do. A non-function is returned
+    unchanged, so the checker still reports it as such. The checker's own reference runs
+    before the answer, outside the wrapper."""
+    if not callable(answer):
+        return answer
+
+    def wrapped(**kwargs: Any) -> Any:
+        with _package_switched_off(names):
+            return answer(**kwargs)
+
+    wrapped.__name__ = getattr(answer, "__name__", "your function")
+    return wrapped

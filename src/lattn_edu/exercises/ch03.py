@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import lattn_edu as la
@@ -30,6 +32,12 @@ def _feature_cases():
                       "v": rng.standard_normal((n, d_v))})
     q, k, v = rng.standard_normal((3, 17, 16)).astype(np.float32)
     cases.append({"phi_q": la.elu_plus_one(q), "phi_k": la.elu_plus_one(k), "v": v})
+    # Last, a sequence whose [N, N] float64 matrix would take 670 GiB: the right order runs in
+    # milliseconds, while (φ(Q)φ(K)ᵀ)V fails to allocate (MemoryError) and is reported wrong.
+    n_long = 300_000
+    cases.append({"phi_q": la.elu_plus_one(rng.standard_normal((n_long, 2))),
+                  "phi_k": la.elu_plus_one(rng.standard_normal((n_long, 2))),
+                  "v": rng.standard_normal((n_long, 2))})
     return cases
 
 
@@ -51,30 +59,52 @@ def _cost_cases():
                                            (100_000, 128))]
 
 
-def solution_work_ratio(n, d, d_v, m):
-    """How many times more multiply-adds softmax attention needs than φ(Q)(φ(K)ᵀV).
+def solution_causal_work_ratio(n, d, d_v, m):
+    """How many times more multiply-adds causal softmax attention needs than the causal
+    running-state form, counted exactly.
 
-    N²(d + d_v) for the scores and A V, against 2 N m d_v: the ratio N(d + d_v) / (2 m d_v).
+    Query i meets the keys j <= i: N(N + 1)/2 pairs, each d for the score and d_v for the
+    weighted value. The running state adds φ(k_i) v_iᵀ (m d_v) and reads φ(q_i)ᵀ S_i (m d_v)
+    once per token: 2 N m d_v. The ratio is (N + 1)(d + d_v) / (4 m d_v).
     """
-    return n * n * (d + d_v) / (2 * n * m * d_v)
+    softmax = n * (n + 1) // 2 * (d + d_v)
+    linear = 2 * n * m * d_v
+    return softmax / linear
 
 
-def _reference_work_ratio(n, d, d_v, m):
-    return la.attention_cost(n=n, d=d, d_v=d_v, m=m).compute_ratio
+def _reference_causal_work_ratio(n, d, d_v, m):
+    """The pairs counted one query at a time, over the package's count of the state form."""
+    pairs = sum(range(1, n + 1))  # query i (from 1) meets i keys
+    return pairs * (d + d_v) / la.attention_cost(n=n, d=d, d_v=d_v, m=m).linear_macs
 
 
 def _ratio_cases():
     return [{"n": n, "d": d, "d_v": d_v, "m": m}
-            for n, d, d_v, m in ((1, 1, 1, 1), (7, 3, 5, 11), (1000, 64, 64, 64),
+            for n, d, d_v, m in ((1, 1, 1, 1), (2, 1, 1, 1), (7, 3, 5, 11), (1000, 64, 64, 64),
                                  (4097, 32, 128, 256), (100_000, 128, 64, 16))]
 
 
-def _count_slopes():
-    """The log–log slopes of the softmax and linear multiply-add counts against N (d = 64)."""
-    sizes = np.array([1_000, 2_000, 4_000, 8_000, 16_000])
-    counts = [la.attention_cost(n=int(n), d=64) for n in sizes]
-    return np.array([loglog_slope(sizes, [c.softmax_macs for c in counts]),
-                     loglog_slope(sizes, [c.linear_macs for c in counts])])
+def _taylor_work_ratio(n: int = 4096, d: int = 64, d_v: int = 128) -> float:
+    """Left order over right order with the second-order Taylor map (m = 1 + d + d(d+1)/2)."""
+    m = la.taylor_features(np.zeros((1, d))).shape[-1]
+    return la.attention_cost(n=n, d=d, d_v=d_v, m=m).compute_ratio
+
+
+def _taylor_state_and_crossover(d: int = 128, d_v: int = 128) -> np.ndarray:
+    """(entries of S and z with the second-order Taylor map, smallest N whose N×N matrix is larger)."""
+    m = la.taylor_features(np.zeros((1, d))).shape[-1]  # 1 + d + d(d+1)/2
+    entries = la.attention_cost(n=1, d=d, d_v=d_v, m=m).linear_state_entries + m  # S, then z
+    smallest_n = math.isqrt(entries) + 1  # the first N with N² > entries
+    return np.array([entries, smallest_n])
+
+
+def _width_slopes():
+    """The log–log slopes of the softmax and linear multiply-add counts against the head width
+    d = d_v = m, with N fixed: N²·2d has slope 1, 2N·d² slope 2 (the reverse of the N slopes)."""
+    widths = np.array([16, 32, 64, 128, 256])
+    counts = [la.attention_cost(n=4096, d=int(d)) for d in widths]
+    return np.array([loglog_slope(widths, [c.softmax_macs for c in counts]),
+                     loglog_slope(widths, [c.linear_macs for c in counts])])
 
 
 EXERCISES = [
@@ -85,16 +115,18 @@ EXERCISES = [
     Exercise("ch03.two_costs", "Count the multiply-adds of both parenthesisations", "code",
              solution_two_costs,
              lambda answer: check_function(answer, _reference_two_costs, _cost_cases(), rtol=1e-9)),
-    value_exercise("ch03.state_entries", "Entries of the state S at N = 100,000, d = d_v = m = 128",
-                   la.attention_cost(n=100_000, d=128).linear_state_entries),
+    value_exercise("ch03.state_entries",
+                   "Derive: the entries of S and z with the Taylor map at d = d_v = 128, and the "
+                   "smallest N whose N×N matrix is larger", _taylor_state_and_crossover()),
     value_exercise("ch03.work_ratio",
-                   "How many times more multiply-adds the left order needs at N = 32,768, d = d_v = m = 64",
-                   la.attention_cost(n=32_768, d=64).compute_ratio, rtol=1e-3),
+                   "Predict: the work ratio with the Taylor map at N = 4096, d = 64, d_v = 128",
+                   _taylor_work_ratio(), rtol=2e-3),
     Exercise("ch03.work_ratio_formula",
-             "Derive how many times more multiply-adds softmax needs, for any d, d_v and m", "code",
-             solution_work_ratio,
-             lambda answer: check_function(answer, _reference_work_ratio, _ratio_cases(), rtol=1e-9)),
+             "Derive the work ratio of the causal forms, counting the pairs j <= i exactly", "code",
+             solution_causal_work_ratio,
+             lambda answer: check_function(answer, _reference_causal_work_ratio, _ratio_cases(),
+                                           rtol=1e-9)),
     value_exercise("ch03.count_slopes",
-                   "Predict the log–log slopes of the two multiply-add counts against N",
-                   _count_slopes(), rtol=1e-6),
+                   "Predict the log–log slopes of the two multiply-add counts against the head width",
+                   _width_slopes(), rtol=1e-6),
 ]

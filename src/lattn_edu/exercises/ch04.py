@@ -6,7 +6,7 @@ import numpy as np
 
 import lattn_edu as la
 
-from .base import Exercise, check_function
+from .base import Exercise, check_function, value_exercise, without_package
 
 
 def solution_update(S, z, phi_k, v):
@@ -105,6 +105,20 @@ def _generation_cases():
     return [{"n_tokens": t, "d": d} for t, d in ((1, 1), (2, 3), (7, 5), (101, 64), (1000, 128))]
 
 
+# The scan exercise asks for the loop itself: these stay switched off while it is checked.
+_LINEAR_ATTENTION_FUNCTIONS = ("linear_attention", "parallel_linear_attention",
+                               "recurrent_linear_attention", "chunkwise_linear_attention",
+                               "LinearAttentionState")
+
+
+def _cache_overtakes_state(d: int = 64, d_v: int = 64, m: int = 64) -> int:
+    """The smallest context N whose KV cache N(d + d_v) holds more numbers than S and z."""
+    def cache_is_larger(n):
+        cost = la.attention_cost(n=n, d=d, d_v=d_v, m=m)
+        return cost.kv_cache_entries > cost.linear_state_entries + m  # S [m, d_v] and z [m]
+    return next(n for n in range(1, m * d_v + m + 2) if cache_is_larger(n))
+
+
 EXERCISES = [
     Exercise("ch04.update", "The recurrent update (S, z, φ(k), v) -> (S', z')", "code", solution_update,
              lambda answer: check_function(answer, _reference_update,
@@ -115,10 +129,14 @@ EXERCISES = [
                                            _state_cases(np.random.default_rng(402), False), rtol=1e-5)),
     Exercise("ch04.causal_scan", "Causal linear attention as a scan over the tokens", "code",
              solution_causal_scan,
-             lambda answer: check_function(answer, _reference_causal_scan, _sequence_cases(), rtol=1e-5)),
+             lambda answer: check_function(without_package(answer, *_LINEAR_ATTENTION_FUNCTIONS),
+                                           _reference_causal_scan, _sequence_cases(), rtol=1e-5)),
     Exercise("ch04.generation_work",
              "Derive the total multiply-adds of generating T tokens: KV cache vs state", "code",
              solution_generation_work,
              lambda answer: check_function(answer, _reference_generation_work,
                                            _generation_cases(), rtol=1e-9, outputs=2)),
+    value_exercise("ch04.cache_overtakes_state",
+                   "Derive: from which context N the KV cache holds more numbers than the state "
+                   "(d = d_v = m = 64)", _cache_overtakes_state()),
 ]
