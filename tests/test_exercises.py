@@ -227,7 +227,30 @@ def test_parallel_form_checker_refuses_the_n_by_n_order():
         weights = phi_q @ phi_k.T  # [N_q, N]
         return (weights @ v) / weights.sum(axis=1, keepdims=True)
 
-    with pytest.raises(ExerciseFailed, match="MemoryError"):
+    with pytest.raises(ExerciseFailed, match=r"\[N, N\]"):
+        exercises.CATALOG["ch03.parallel_form"].check(left_order)
+
+
+@pytest.mark.parametrize("contract", ["matmul", "einsum", "dot"])
+def test_parallel_form_checker_accepts_the_right_order_however_it_is_written(contract):
+    def right_order(phi_q, phi_k, v):
+        if contract == "einsum":
+            state = np.einsum("nm,nd->md", phi_k, v)
+        elif contract == "dot":
+            state = np.dot(phi_k.T, v)
+        else:
+            state = phi_k.T @ v
+        return (phi_q @ state) / (phi_q @ phi_k.sum(axis=0))[:, None]
+
+    exercises.CATALOG["ch03.parallel_form"].check(right_order)
+
+
+def test_parallel_form_checker_refuses_the_n_by_n_order_through_einsum():
+    def left_order(phi_q, phi_k, v):
+        weights = np.einsum("im,jm->ij", phi_q, phi_k)
+        return (weights @ v) / weights.sum(axis=1, keepdims=True)
+
+    with pytest.raises(ExerciseFailed, match=r"\[N, N\]"):
         exercises.CATALOG["ch03.parallel_form"].check(left_order)
 
 

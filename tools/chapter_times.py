@@ -23,7 +23,8 @@ way of telling the reader that the answer is an argument on paper, which the che
 confirms only at its end: "**Derivation.**", "A derivation, then a measurement.",
 "Derive the gradient ...", "*Derive, then check.*", "*Paper derivation.*");
 otherwise the kind of its checker in ``lattn_edu.exercises.CATALOG``: ``code`` (write a
-function) or ``value`` (compute a number or an array).
+function), ``value`` (compute a number or an array) or ``construction`` (find an example with a
+stated property, timed as a value).
 
 How the constants were set: newcomers who read chapters 7 and 9 closely reported 80-90 and
 60-75 minutes (the rule of 120 words a minute and a minute a cell said 55 and 45), and
@@ -50,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORDS_PER_MINUTE = 110
 MINUTES_PER_EQUATION = 4
 MINUTES_PER_CODE_CELL = 1.5
-MINUTES_PER_EXERCISE = {"value": 15, "code": 20, "derivation": 35}
+MINUTES_PER_EXERCISE = {"value": 15, "construction": 15, "code": 20, "derivation": 35}
 MINUTES_PER_CONCEPT_CHECK = 2
 ROUND_TO = 5
 # The syllabus: a week is its chapters' time with the exercises plus the discussion question,

@@ -33,6 +33,7 @@ END = "<!-- end of exercise table -->"
 CHECKED_AGAINST_THEIR_SOLUTION = {"ch06.favor_attention", "ch06.favor_variance",
                                   "ch07.elu_limit"}
 ANSWER = {"value": "a number or array", "code": "a function",
+          "construction": "an example with a stated property",
           "derivation": "a derivation, then its result"}
 
 
@@ -57,6 +58,8 @@ def compared_with(exercise_id: str, kind: str) -> str:
 
     if exercises.CATALOG[exercise_id].kind == "value":
         return "the expected value"
+    if exercises.CATALOG[exercise_id].kind == "construction":
+        return "the property it must have (any example that has it passes)"
     if exercise_id in CHECKED_AGAINST_THEIR_SOLUTION:
         return "its solution function, on purpose (see below)"
     return "the package's own implementation"

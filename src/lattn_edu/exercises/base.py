@@ -80,9 +80,11 @@ def check_function(answer: Any, reference: Callable[..., Any], cases: list[dict[
         raise ExerciseFailed(f"expected a function; got {type(answer).__name__}")
     name = getattr(answer, "__name__", "your function")
     for case in cases:
-        expected = reference(**{k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in case.items()})
+        # .copy() keeps an input's array subclass (a checker may hand over guarded arrays)
+        expected = reference(**{k: np.asarray(v).copy() if isinstance(v, np.ndarray) else v
+                                for k, v in case.items()})
         try:
-            got = answer(**{k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in case.items()})
+            got = answer(**{k: v.copy() if isinstance(v, np.ndarray) else v for k, v in case.items()})
         except NotImplementedError:
             raise
         except Exception as error:  # a student's bug: report it, never crash the checker
@@ -108,7 +110,8 @@ class Exercise:
 
     id: str
     title: str
-    kind: str  # "code": the answer is a function; "value": the answer is a number or array
+    kind: str  # "code": a function; "value": a number or array; "construction": an example
+    # with a stated property, checked by the property rather than against one value
     solution: Any
     checker: Callable[[Any], None]
 
