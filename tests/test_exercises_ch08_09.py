@@ -103,14 +103,6 @@ def test_bilinear_error_shrinks_with_the_square_of_the_step():
     assert _bilinear_step_error(0.01) / _bilinear_step_error(0.001) == pytest.approx(100, rel=0.05)
 
 
-def test_bilinear_shrink_accepts_the_second_order_prediction_and_the_measurement():
-    check("ch08.bilinear_shrink", 100)
-    check("ch08.bilinear_shrink", _bilinear_step_error(0.01) / _bilinear_step_error(0.001))
-    for wrong in (10, 1000, 50):  # first order (Euler's), third order, half of it
-        with pytest.raises(ExerciseFailed):
-            check("ch08.bilinear_shrink", wrong)
-
-
 def test_bilinear_decays_fade_for_every_step_and_reach_the_exact_level():
     rates, b = np.array([-0.5, -3.0, -40.0]), np.array([1.0, -2.0, 0.5])
     for step in (1e-3, 0.3, 4.0):

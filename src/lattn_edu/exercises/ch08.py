@@ -187,8 +187,4 @@ EXERCISES = [
                    steady_rms_level(0.99), rtol=4e-3),
     Exercise("ch08.bilinear", "S4's bilinear discretisation of a diagonal system", "code",
              solution_bilinear, _check_bilinear),
-    # second order: error ∝ Δ², so a tenfold smaller step divides it by 10² (Euler's: by 10)
-    value_exercise("ch08.bilinear_shrink",
-                   "By what factor the bilinear rule's error shrinks from Δ = 0.01 to 0.001",
-                   10.0**2, rtol=0.1),
 ]
