@@ -89,17 +89,18 @@ def test_kernel_total_rejects_a_missing_first_term():
         check("ch08.kernel_total", without_kappa_0)
 
 
-def test_bilinear_error_shrinks_with_the_square_of_the_step():
+def _bilinear_step_error(step):
+    """The bilinear rule's largest step-response error on the chapter's three-mode system."""
     rates, b, c = np.array([-0.5, -2.0, -8.0]), np.array([1.0, 0.5, 2.0]), np.array([1.0, -1.0, 0.5])
+    n = round(6.0 / step)
+    times = step * np.arange(1, n + 1)  # the state after input i is h((i+1)Δ)
+    exact = (np.expm1(np.outer(times, rates)) / rates * b) @ c
+    a, b_bar = ch08.solution_bilinear(rates, b, step)
+    return np.abs(la.diagonal_ssm(np.ones((n, 1)), a, b_bar, c)[:, 0] - exact).max()
 
-    def error(step):
-        n = round(6.0 / step)
-        times = step * np.arange(1, n + 1)  # the state after input i is h((i+1)Δ)
-        exact = (np.expm1(np.outer(times, rates)) / rates * b) @ c
-        a, b_bar = ch08.solution_bilinear(rates, b, step)
-        return np.abs(la.diagonal_ssm(np.ones((n, 1)), a, b_bar, c)[:, 0] - exact).max()
 
-    assert error(0.01) / error(0.001) == pytest.approx(100, rel=0.05)
+def test_bilinear_error_shrinks_with_the_square_of_the_step():
+    assert _bilinear_step_error(0.01) / _bilinear_step_error(0.001) == pytest.approx(100, rel=0.05)
 
 
 def test_bilinear_decays_fade_for_every_step_and_reach_the_exact_level():
@@ -207,6 +208,9 @@ def test_parallel_memory_is_where_the_prefix_states_equal_the_square():
     assert n * (m * d_v + m) == n**2
     for other in (n - 1, n + 1):
         assert (other * (m * d_v + m) > other**2) == (other < n)
+    for wrong in (n - 1, m * d_v):  # the largest N below it; the count without z
+        with pytest.raises(ExerciseFailed):
+            check("ch09.parallel_memory", wrong)
 
 
 @pytest.mark.parametrize("c, d", [(64, 128), (16, 32), (33, 17)])

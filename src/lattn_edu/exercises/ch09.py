@@ -133,7 +133,7 @@ EXERCISES = [
                    "The smallest C whose intensity reaches 20 FLOPs per byte at m = d_v = 128",
                    smallest_chunk_reaching(20.0, 128, 128), rtol=1e-9),
     value_exercise("ch09.parallel_memory",
-                   "Below which N the causal parallel form outgrows the N × N matrix (m = d_v = 64)",
+                   "The N at which the causal parallel form and the N × N matrix take equal memory (m = d_v = 64)",
                    prefix_state_crossover(64, 64), rtol=1e-9),
     value_exercise("ch09.work_crossover",
                    "The N of equal work for softmax and chunkwise linear attention, d = 128, C = 64",
