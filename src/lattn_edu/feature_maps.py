@@ -4,13 +4,11 @@ Linear attention replaces the softmax weight exp(q·k) by a kernel that factoris
 sim(q, k) = φ(q)·φ(k). Every map here works on numpy arrays and on torch tensors
 (same function, the array's own namespace), so all backends share one definition.
 
-A feature map may also offer ``rescaled_features(q, k) -> (φ(q)/c_q, φ(k)/c_k, log(c_q c_k))``:
-features divided by factors chosen to keep them in floating-point range, plus the log of
-those factors. Linear attention's output does not change when φ(q_i) or φ(k) is multiplied
-by a constant, provided its guard eps is added to the rescaled denominator; so it uses the
-rescaled features, and :class:`FavorPlus` stays finite (and non-zero) for long sequences
-and large norms. Adding eps to the *unscaled* denominator instead would swamp it: at d = 64
-and q, k ~ N(0, 4²) the true denominator is far below 1e-6 and the output collapses to 0.
+A map with positive features may also offer ``log_features(x) = log φ(x)``. Linear
+attention then never forms φ itself but the stabilised features of
+:func:`stabilised_features`, which stay in floating-point range however large the norms
+(FAVOR+'s exp(w·x - ||x||²/2) under- and overflows long before the ratio does) and whose
+every denominator is at least 1, so the guard eps cannot move the answer.
 """
 
 from __future__ import annotations
@@ -58,7 +56,8 @@ def taylor_features(x: Any) -> Any:
     """φ(x) = [1, x, x_i x_j for i < j, x_i²/√2], [..., N, t] -> [..., N, 1 + t + t(t+1)/2].
 
     φ(q)·φ(k) = 1 + q·k + (q·k)²/2, the Taylor expansion of exp(q·k) to second order
-    (the map of Zoology's Based model): positive for every q, k (it is ((q·k + 1)² + 1)/2),
+    (the map of Based: Arora et al. 2024, "Simple linear attention language models balance
+    the recall-throughput tradeoff"): positive for every q, k (it is ((q·k + 1)² + 1)/2),
     and sharper than elu+1. Each unordered pair i, j appears once (weight 1 for i < j,
     1/√2 on the diagonal), which gives the same kernel as the full outer product with
     about half the width. The width grows as t²/2, so it is meant for small t.
