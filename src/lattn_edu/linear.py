@@ -207,7 +207,8 @@ def _linear_attention_as_recurrence(q: Any, k: Any, v: Any, feature_map: Any, ca
         log_q, log_k = checked_features(feature_map, q, k, log=True)  # [..., N_q, m], [..., N, m]
         start, start_scale = _stabilised_start(initial_state, log_k, v)  # [S | z] in units start_scale
         features = stabilised_features(log_q, log_k, causal, start_scale)
-        phi_q, phi_k, log_decay, log_scale = features[:4]
+        phi_q, phi_k, log_decay, log_scale = (features.phi_q, features.phi_k, features.log_decay,
+                                              features.log_scale)
         if start is not None and not causal:  # into the units of the whole sequence
             start = start * xp.exp(start_scale - log_scale)[..., None]
     else:

@@ -127,8 +127,8 @@ class LinearAttentionState:
         self.num_tokens += phi_k.shape[0]
 
     def _change_units(self, log_scale: np.ndarray) -> None:
-        """Re-measure S and z in units exp(log_scale) [m] >= the current ones: S_r ← S_r · exp(old_r - new_r)
-        (0 for a row that held no key, whose old unit is -inf)."""
+        """Re-measure S and z in units exp(log_scale) [m] >= the current ones:
+        S_r ← S_r · exp(old_r - new_r), 0 for a row that held no key (old unit -inf)."""
         factor = np.exp(self.log_scale - log_scale)  # [m], each <= 1
         self.S *= factor[:, None]
         self.z *= factor
@@ -168,8 +168,8 @@ def _check_initial_state(state: Any, m: int, d_v: int, dtype: np.dtype,
     lengths = (2, 3) if log_space else (2,)
     if not isinstance(state, (tuple, list)) or len(state) not in lengths:
         wanted = "a pair (S, z) or a triple (S, z, log_scale)" if log_space else "a pair (S, z)"
-        raise TypeError(f"initial_state must be {wanted} with S [{m}, {d_v}] and z [{m}]; "
-                        f"got {type(state).__name__} of length {len(state) if isinstance(state, (tuple, list)) else '-'}")
+        got = f"{type(state).__name__} of length {len(state)}" if isinstance(state, (tuple, list)) else type(state).__name__
+        raise TypeError(f"initial_state must be {wanted} with S [{m}, {d_v}] and z [{m}]; got {got}")
     names = ("initial_state S", "initial_state z", "initial_state log_scale")
     parts = []
     for x, name, shape in zip(state, names, ((m, d_v), (m,), (m,))):
