@@ -11,7 +11,8 @@ reference every backend is tested against. They take features, not raw q and k:
 - ``recurrent``: scan the tokens with a running state S_i, z_i (O(1) per token).
 - ``chunkwise``: quadratic inside chunks, a carried state between them (production kernels).
 
-``eps`` is a float, or an array [..., N_q, 1] with one guard per query.
+``eps`` is one float, added to every denominator (a map that needs its guard measured per
+query, such as FAVOR+, is stabilised before it reaches these forms, so that one float suffices).
 
 Causal linear attention is also the plain case of :func:`lattn_edu.gated_linear_attention`
 (no decay, scale 1) run on [V | 1]: the extra column of ones carries z beside S. That is how
@@ -41,7 +42,7 @@ _RECURRENCE_FORMS = {"quadratic": "parallel", "parallel": "chunkwise", "recurren
 
 
 def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
     """(φ(Q)φ(K)ᵀ) V: materialise the N×N weights, then normalise each row."""
     weights = phi_q @ phi_k.swapaxes(-1, -2)  # [..., N_q, N]
     if causal:
@@ -52,7 +53,7 @@ def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
 
 
 def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                              causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
+                              causal: bool = False, eps: float = 1e-6) -> np.ndarray:
     """φ(Q)(φ(K)ᵀV): contract the sequence axis first; causal uses prefix sums of states."""
     if not causal:
         state = phi_k.swapaxes(-1, -2) @ v  # S = φ(K)ᵀV   [..., m, d_v]
@@ -68,7 +69,7 @@ def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarra
 
 
 def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
     """The RNN view: S_i = S_{i-1} + φ(k_i)v_iᵀ, z_i = z_{i-1} + φ(k_i), one token at a time."""
     lead, (n_keys, m), d_v = phi_k.shape[:-2], phi_k.shape[-2:], v.shape[-1]
     state = np.zeros(lead + (m, d_v), dtype=v.dtype)  # S  [..., m, d_v]
@@ -78,19 +79,14 @@ def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
         state += phi_k[..., i, :, None] * v[..., i, None, :]  # rank-1 update
         normaliser += phi_k[..., i, :]
         if causal:
-            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, _guard_at(eps, i))
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
     if not causal:  # every query reads the final state
         for i in range(phi_q.shape[-2]):
-            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, _guard_at(eps, i))
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
     return out
 
 
-def _guard_at(eps: Any, i: int) -> Any:
-    """The guard of query i: eps itself, or row i of a per-query guard [..., N_q, 1]."""
-    return eps[..., i, :] if np.ndim(eps) else eps
-
-
-def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: Any) -> np.ndarray:
+def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: float) -> np.ndarray:
     """o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps) for one position: [..., m] -> [..., d_v]."""
     numerator = np.einsum("...m,...mv->...v", phi_q_i, state)
     denominator = np.einsum("...m,...m->...", phi_q_i, normaliser)[..., None]
@@ -98,7 +94,7 @@ def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: A
 
 
 def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: Any = 1e-6,
+                               causal: bool = False, eps: float = 1e-6,
                                chunk_size: int = 64) -> np.ndarray:
     """Chunks of C tokens: quadratic (masked) inside a chunk, the carried state S, z across chunks.
 
@@ -119,8 +115,7 @@ def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
         weights = np.tril(q_c @ k_c.swapaxes(-1, -2))  # intra-chunk  [..., C, C]
         numerator = weights @ v_c + q_c @ state  # inside the chunk + everything before it
         denominator = weights.sum(-1, keepdims=True) + q_c @ normaliser
-        guard = eps[..., chunk, :] if np.ndim(eps) else eps
-        out[..., chunk, :] = numerator / (denominator + guard)
+        out[..., chunk, :] = numerator / (denominator + eps)
         state = state + k_c.swapaxes(-1, -2) @ v_c  # carry the chunk into the state
         normaliser = normaliser + k_c.sum(-2)[..., None]
     return out
