@@ -636,6 +636,29 @@ def test_favor_plus_rescales_features_that_underflow_instead_of_raising(case, ca
             assert_close(out, expected, rtol=rtol, what=f"{case}, {form}, eps={eps}")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("sigma", [1.0, 8.0])
+def test_causal_favor_plus_with_and_without_the_unit_decay_agree(sigma, backend, rng, monkeypatch):
+    """Where the running units grow little, the keys share the final unit and no decay is
+    needed (the fast path); forcing the decay everywhere must give the same outputs and state."""
+    q, k, v = favor_inputs(rng, sigma, d=9, n=41)
+    fp = la.FavorPlus(9, 17, seed=6)
+    _, prompt = la.linear_attention(q[:, :5], k[:, :5], v[:, :5], feature_map=fp, causal=True, return_state=True)
+    results = {}
+    for span in (None, 0.0):
+        if span is not None:  # every growth of a unit becomes a decay of the state
+            monkeypatch.setattr(la.feature_maps, "DECAY_FREE_SPAN", {"float32": span, "float64": span})
+        for form in FORMS:
+            results[span, form] = la.linear_attention(
+                q[:, 5:], k[:, 5:], v[:, 5:], feature_map=fp, causal=True, form=form, backend=backend,
+                chunk_size=8, initial_state=prompt, return_state=True)
+    for form in FORMS:
+        (fast, fast_state), (decayed, decayed_state) = results[None, form], results[0.0, form]
+        assert_close(decayed, fast, what=f"{form}: outputs with the decay vs without")
+        for part, name in zip(range(3), ("S", "z", "log_scale")):
+            assert_close(decayed_state[part], fast_state[part], what=f"{form}: {name}")
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("sigma", [1.0, 8.0, 60.0])
 def test_stabilised_denominators_are_at_least_one(sigma, causal, rng):
@@ -643,8 +666,12 @@ def test_stabilised_denominators_are_at_least_one(sigma, causal, rng):
     q, k, _ = favor_inputs(rng, sigma, d=7, n=29)
     fp = la.FavorPlus(7, 11, seed=5)
     features = la.feature_maps.stabilised_features(fp.log_features(q), fp.log_features(k), causal)
-    assert features.phi_q.max() <= 1 and features.phi_k.max() <= 1
-    np.testing.assert_array_equal(features.phi_q.max(-1), 1.0)
+    assert features.phi_k.max() <= 1
+    if features.log_decay is None:  # one unit for all keys: a query's features below exp(span)
+        assert features.phi_q.max() <= np.exp(la.feature_maps.DECAY_FREE_SPAN["float64"])
+    else:  # units that follow the keys: each query's largest feature is exactly 1
+        np.testing.assert_array_equal(features.phi_q.max(-1), 1.0)
+    assert (features.log_decay is not None) == (causal and sigma == 60.0)
     if causal:  # z_i: the recurrence's sum of keys 0..i, re-measured at every change of unit
         _, z = la.gated_linear_attention(features.phi_q, features.phi_k, np.ones_like(k[..., :1]),
                                          features.log_decay, scale=1.0, form="recurrent", return_state=True)

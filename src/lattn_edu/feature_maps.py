@@ -18,7 +18,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ._checks import array_namespace, as_float_array, check_finite, check_positive_int, is_torch_tensor
+from ._checks import (array_namespace, as_float_array, check_finite, check_positive_int, dtype_name, extreme,
+                      is_torch_tensor)
 
 
 def _max_over(x: Any, axes: tuple[int, ...]) -> Any:
@@ -45,6 +46,12 @@ def _running_max(x: Any) -> Any:
     return np.maximum.accumulate(x, axis=-2)
 
 
+# The widest gap between the unit of one key and the units of earlier keys (log of the ratio)
+# that one fixed unit per feature can span: query features then stay below exp(span) and the
+# largest key feature a query sees above exp(-span), far inside the dtype's range.
+DECAY_FREE_SPAN = {"float32": 40.0, "float64": 400.0}
+
+
 def stabilised_features(log_q: Any, log_k: Any, causal: bool, log_scale: Any = None) -> StabilisedFeatures:
     """Positive features rescaled so linear attention stays finite and eps cannot move it.
 
@@ -60,18 +67,25 @@ def stabilised_features(log_q: Any, log_k: Any, causal: bool, log_scale: Any = N
 
     When u grows at key j the state held so far must be re-measured in the new unit,
     S ← (u_{j-1}/u_j) ⊙ S: a per-feature decay, which ``log_decay`` carries (causal only;
-    the gated recurrence applies it). ``log_scale`` [..., m] is the unit of a state carried
-    in (None: none; see :func:`stabilised_state`), and the result's ``log_scale`` the unit
-    of the state after the last key.
+    the gated recurrence applies it). Where the units grow by less than ``DECAY_FREE_SPAN``
+    over the sequence, the keys keep the final unit instead and the queries take it back
+    (their c_i still from the running units): the same numbers, computed without decay, as
+    plain linear attention. ``log_scale`` [..., m] is the unit of a state carried in (None:
+    none; see :func:`stabilised_state`), and the result's ``log_scale`` the unit of the
+    state after the last key; without decay a carried state must be re-measured in it.
     """
     xp = array_namespace(log_k)
     units = key_units(log_k, causal, log_scale)  # log u  [..., N | 1, m]
-    phi_q, query_shift = query_features(log_q, units)
+    final = units[..., -1:, :]  # the unit after the last key  [..., 1, m]
     log_decay = None
-    if causal:
+    if causal and extreme(final - units, "max") > DECAY_FREE_SPAN[dtype_name(log_k)]:
         before = units[..., :1, :] if log_scale is None else log_scale[..., None, :]  # [..., 1, m]
         log_decay = xp.concatenate([before, units[..., :-1, :]], -2) - units  # [..., N, m]
-    return StabilisedFeatures(phi_q, xp.exp(log_k - units), log_decay, units[..., -1, :], query_shift)
+        key_unit = units
+    else:
+        key_unit = final
+    phi_q, query_shift = query_features(log_q, units, key_unit)
+    return StabilisedFeatures(phi_q, xp.exp(log_k - key_unit), log_decay, final[..., 0, :], query_shift)
 
 
 def key_units(log_k: Any, causal: bool, log_scale: Any = None) -> Any:
@@ -83,11 +97,14 @@ def key_units(log_k: Any, causal: bool, log_scale: Any = None) -> Any:
     return array_namespace(log_k).maximum(units, log_scale[..., None, :])
 
 
-def query_features(log_q: Any, units: Any) -> tuple[Any, Any]:
-    """(φ(q_i)_r u_r / c_i, log c_i): the query features in the keys' units ``units`` [..., N_q | 1, m],
-    each row divided by its largest entry c_i ([..., N_q, m] in [0, 1], and [..., N_q, 1])."""
+def query_features(log_q: Any, units: Any, key_unit: Any = None) -> tuple[Any, Any]:
+    """(φ(q_i)_r w_r / c_i, log c_i) with c_i = max_r φ(q_i)_r u_r: the query features for keys
+    measured in units w (``key_unit``, default ``units`` u), each row divided by its largest
+    term against the units u it can see ([..., N_q, m] and [..., N_q, 1])."""
     reach = log_q + units  # log φ(q_i)_r u_r  [..., N_q, m]
     shift = _max_over(reach, (-1,))
+    if key_unit is not None:
+        reach = log_q + key_unit
     return array_namespace(reach).exp(reach - shift), shift
 
 

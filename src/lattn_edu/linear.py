@@ -204,7 +204,7 @@ def _linear_attention_as_recurrence(q: Any, k: Any, v: Any, feature_map: Any, ca
         features = stabilised_features(log_q, log_k, causal, start_scale)
         phi_q, phi_k, log_decay, log_scale = (features.phi_q, features.phi_k, features.log_decay,
                                               features.log_scale)
-        if start is not None and not causal:  # into the units of the whole sequence
+        if start is not None and log_decay is None:  # into the one unit all keys share
             start = start * xp.exp(start_scale - log_scale)[..., None]
     else:
         phi_q, phi_k = checked_features(feature_map, q, k)  # [..., N_q, m], [..., N, m]
