@@ -168,7 +168,7 @@ def _check_initial_state(state: Any, m: int, d_v: int, dtype: np.dtype,
     lengths = (2, 3) if log_space else (2,)
     if not isinstance(state, (tuple, list)) or len(state) not in lengths:
         wanted = "a pair (S, z) or a triple (S, z, log_scale)" if log_space else "a pair (S, z)"
-        got = f"{type(state).__name__} of length {len(state)}" if isinstance(state, (tuple, list)) else type(state).__name__
+        got = type(state).__name__ + (f" of length {len(state)}" if isinstance(state, (tuple, list)) else "")
         raise TypeError(f"initial_state must be {wanted} with S [{m}, {d_v}] and z [{m}]; got {got}")
     names = ("initial_state S", "initial_state z", "initial_state log_scale")
     parts = []
