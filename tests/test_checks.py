@@ -378,6 +378,17 @@ def test_check_state_part_names_the_part_and_its_layout():
                    ValueError, "z must have shape [2, 3, 5] ([..., m])", "got [2, 3, 4]")
 
 
+def test_check_positive_state_wants_z_nonnegative_and_zero_only_with_s_zero():
+    s, z = np.abs(RNG.standard_normal(LEAD + (D, D_V))), np.abs(RNG.standard_normal(LEAD + (D,)))
+    checks.check_positive_state(s, z, "initial_state")  # a state of positive features passes
+    empty_s, empty_z = s.copy(), z.copy()
+    empty_s[0, 1, 2], empty_z[0, 1, 2] = 0.0, 0.0  # a row with no key: S and z both 0
+    checks.check_positive_state(empty_s, empty_z, "initial_state")
+    for bad_s, bad_z in ((s, -z), (s, empty_z)):
+        assert_refused(lambda: checks.check_positive_state(bad_s, bad_z, "initial_state"), ValueError,
+                       "initial_state z must be >= 0", "0 only in rows where S is 0 too")
+
+
 def test_every_check_is_tested_here():
     """A check added to _checks.py without a test here fails this test."""
     public = {name for name, value in vars(checks).items() if not name.startswith("_")

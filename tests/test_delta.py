@@ -90,6 +90,16 @@ def test_ut_transform_inverts_i_plus_a(rng):
     assert_close(t @ (np.eye(9) + a), np.broadcast_to(np.eye(9), t.shape))
 
 
+@pytest.mark.parametrize("where", ["k", "beta", "log_decay"])
+def test_ut_transform_refuses_nan_by_name(where, rng):
+    """A NaN used to spread through the forward substitution into T without a word."""
+    parts = {"k": rng.standard_normal((3, 7, 5)), "beta": rng.uniform(0, 2, (3, 7)),
+             "log_decay": -rng.uniform(0, 1, (3, 7))}
+    parts[where][1, 4] = np.nan
+    with pytest.raises(ValueError, match=f"{where} must"):
+        la.ut_transform(parts["k"], parts["beta"], parts["log_decay"])
+
+
 def test_unit_keys_and_beta_in_range_stay_bounded_and_large_keys_blow_up(rng):
     n = 400
     q, k, v, beta, _, _ = delta_inputs(rng, (), n, 8, 4, False, initial_state=False)

@@ -13,6 +13,7 @@ from hypothesis.extra.numpy import array_shapes, arrays
 import lattn_edu as la
 from lattn_edu.feature_maps import apply_feature_maps, resolve_feature_map
 from conftest import assert_close
+from lattn_edu.linear import FORMS
 
 PLAIN_MAPS = {"elu+1": la.elu_plus_one, "relu": la.relu_feature_map, "identity": la.identity_feature_map}
 
@@ -51,11 +52,11 @@ def log_space_reference(fp, q, k, v, causal=False):
 
     log W_ij = logsumexp_r(log φ(q_i)_r + log φ(k_j)_r): exact for any norm, no under/overflow.
     """
-    log_terms = fp.log_features(q)[:, None, :] + fp.log_features(k)[None, :, :]  # [N_q, N, m]
+    log_terms = fp.log_features(q)[..., :, None, :] + fp.log_features(k)[..., None, :, :]  # [..., N_q, N, m]
     top = log_terms.max(-1, keepdims=True)
-    log_w = (top + np.log(np.exp(log_terms - top).sum(-1, keepdims=True)))[..., 0]  # [N_q, N]
+    log_w = (top + np.log(np.exp(log_terms - top).sum(-1, keepdims=True)))[..., 0]  # [..., N_q, N]
     if causal:
-        log_w = np.where(np.tri(*log_w.shape, dtype=bool), log_w, -np.inf)
+        log_w = np.where(np.tri(*log_w.shape[-2:], dtype=bool), log_w, -np.inf)
     weights = np.exp(log_w - log_w.max(-1, keepdims=True))
     return (weights / weights.sum(-1, keepdims=True)) @ v
 
@@ -423,11 +424,12 @@ def test_feature_map_giving_q_and_k_different_widths_is_refused(rng):
         def __call__(self, x):
             return x
 
-        def rescaled_features(self, q, k):
-            return q[..., :3], k[..., :2], None
+        def log_features(self, x):  # width 3 for the 9 queries, 2 for the 7 keys
+            return x[..., :3] if x.shape[-2] == 9 else x[..., :2]
 
-    q, k = rng.standard_normal((2, 9, 5))
-    with pytest.raises(ValueError, match="feature_map must give q and k the same width m; got 3 and 2"):
+    q, k = rng.standard_normal((9, 5)), rng.standard_normal((7, 5))
+    with pytest.raises(ValueError, match="feature_map.log_features must give q and k the same width m; "
+                                         "got 3 and 2"):
         apply_feature_maps(Mismatched(), q, k)
     with pytest.raises(ValueError, match="same width m"):
         la.linear_attention(q, k, k, feature_map=Mismatched())
@@ -522,18 +524,17 @@ def test_causal_favor_plus_output_does_not_depend_on_future_keys(rng):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_favor_plus_attention_follows_the_contract_with_default_eps(causal, rng):
-    """o_i = φ̃(q_i)ᵀS̃ / (φ̃(q_i)ᵀz̃ + eps_i) with φ̃ the rescaled features and eps_i = eps
-    (causal: eps times the visible keys' largest feature over the sequence's); eps = 0 gives
-    the plain definition with φ itself."""
+@pytest.mark.parametrize("sigma", [1.0, 4.0])
+def test_apply_feature_maps_gives_the_weights_linear_attention_applies(sigma, causal, rng):
+    """The materialised weights (what effective_attention_matrix builds) with their guard give
+    linear attention's output, default eps included: one convention for the guard."""
     d, n = 5, 63
     fp = la.FavorPlus(d, 13, seed=7)
-    q, k, v = (rng.standard_normal((2, n, d)) * d**-0.25, rng.standard_normal((2, n, d)) * d**-0.25,
-               rng.standard_normal((2, n, 3)))
-    phi_q, phi_k, _ = fp.rescaled_features(q, k)
-    guard = 1e-6 * fp.visible_key_scale(k) if causal else 1e-6
+    q, k = rng.standard_normal((2, 2, n, d)) * sigma * d**-0.25
+    v = rng.standard_normal((2, n, 3))
+    phi_q, phi_k, guard = apply_feature_maps(fp, q, k, eps=1e-6, causal=causal)
     out = la.linear_attention(q, k, v, feature_map=fp, causal=causal)
-    assert_close(out, quadratic_reference(phi_q, phi_k, v, causal, eps=guard), what="FAVOR+ vs its definition")
+    assert_close(out, quadratic_reference(phi_q, phi_k, v, causal, eps=guard), what="FAVOR+ vs its weights")
     exact = la.linear_attention(q, k, v, feature_map=fp, causal=causal, eps=0.0)
     assert_close(exact, quadratic_reference(fp(q), fp(k), v, causal, eps=0.0), what="FAVOR+, eps = 0")
 
@@ -564,6 +565,123 @@ def test_favor_plus_output_ignores_constant_factors_and_does_not_collapse(sigma,
     for shifted in outputs[1:]:
         assert_close(shifted, outputs[0], what=f"features times a constant, sigma={sigma}")
     assert np.abs(outputs[0]).mean() > 0.01, f"output collapsed: mean |o| = {np.abs(outputs[0]).mean():.3g}"
+
+
+# ---------------------------------------------------------------- FAVOR+ on every path (issue 26)
+
+BACKENDS = [pytest.param(name, marks=pytest.mark.skipif(name not in la.available_backends(),
+                                                        reason=f"{name} is not installed"))
+            for name in ("numpy", "numba", "torch")]
+
+
+def favor_inputs(rng, sigma, d=33, n=47, d_v=5):
+    """q, k = σ·N(0, 1)·d^-1/4 (the inputs that make FAVOR+ estimate softmax, at scale σ), v ~ N(0, 1)."""
+    q, k = rng.standard_normal((2, 2, n, d)) * sigma * d**-0.25  # [B, N, d] each
+    return q, k, rng.standard_normal((2, n, d_v))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("sigma", [1.0, 3.0, 4.0, 8.0])
+def test_favor_plus_gives_the_same_output_with_and_without_return_state(sigma, causal, backend, rng):
+    """return_state used to switch to the plain features with eps on the unscaled denominator:
+    at σ = 3 its mean |o| was 6e-5 where the call without state gave 0.64."""
+    q, k, v = favor_inputs(rng, sigma)
+    fp = la.FavorPlus(33, 65, seed=1)
+    for form in FORMS:
+        plain = la.linear_attention(q, k, v, feature_map=fp, causal=causal, form=form, backend=backend,
+                                    chunk_size=8)
+        with_state, _ = la.linear_attention(q, k, v, feature_map=fp, causal=causal, form=form,
+                                            backend=backend, chunk_size=8, return_state=True)
+        assert_close(with_state, plain, what=f"{form}: with vs without return_state, sigma={sigma}")
+        assert_close(plain, log_space_reference(fp, q, k, v, causal), rtol=1e-5, what=f"{form} vs log space")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("sigma", [1.0, 3.0, 4.0, 8.0])
+def test_default_eps_moves_favor_plus_output_less_than_a_thousandth(sigma, causal, backend, rng):
+    """Each stabilised denominator is at least 1, so eps = 1e-6 cannot move the output; the
+    guard used to change it by 9-21% at σ = 3 and 57-61% at σ = 4 (d = 64, m = 128)."""
+    q, k, v = favor_inputs(rng, sigma, d=63)
+    fp = la.FavorPlus(63, 127, seed=2)
+    for return_state in (False, True):
+        outputs = [la.linear_attention(q, k, v, feature_map=fp, causal=causal, backend=backend,
+                                       eps=eps, return_state=return_state) for eps in (1e-6, 0.0)]
+        if return_state:
+            outputs = [out for out, _ in outputs]
+        np.testing.assert_allclose(outputs[0], outputs[1], rtol=1e-3, atol=0,
+                                   err_msg=f"eps = 1e-6 vs eps = 0, sigma={sigma}, return_state={return_state}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("case", ["times 30", "norm 60"])
+def test_favor_plus_rescales_features_that_underflow_instead_of_raising(case, causal, backend, rng):
+    """The issue's call, q * 30 and k * 30 with q, k, v ~ N(0, 1) [2, 3, 6, 4] and FavorPlus(4, 8),
+    raised 'linear attention produced NaN or inf'; so would rows of norm 60. Key 0's features
+    are e^-1000 of a later key's, so one constant for all keys loses it: the unit must follow
+    the keys a query can see."""
+    if case == "times 30":
+        q, k, v = rng.standard_normal((3, 2, 3, 6, 4))
+        q, k, fp = 30 * q, 30 * k, la.FavorPlus(4, 8)
+    else:
+        q, k = (60 * x / np.linalg.norm(x, axis=-1, keepdims=True) for x in rng.standard_normal((2, 3, 13, 5)))
+        v, fp = rng.standard_normal((3, 13, 3)), la.FavorPlus(5, 9, seed=4)
+    expected = log_space_reference(fp, q, k, v, causal)
+    for form in FORMS:
+        for eps, rtol in ((1e-6, 1e-5), (0.0, 1e-8)):
+            out = la.linear_attention(q, k, v, feature_map=fp, causal=causal, form=form, backend=backend,
+                                      chunk_size=4, eps=eps)
+            assert_close(out, expected, rtol=rtol, what=f"{case}, {form}, eps={eps}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("sigma", [1.0, 8.0])
+def test_causal_favor_plus_with_and_without_the_unit_decay_agree(sigma, backend, rng, monkeypatch):
+    """Where the running units grow little, the keys share the final unit and no decay is
+    needed (the fast path); forcing the decay everywhere must give the same outputs and state."""
+    q, k, v = favor_inputs(rng, sigma, d=9, n=41)
+    fp = la.FavorPlus(9, 17, seed=6)
+    _, prompt = la.linear_attention(q[:, :5], k[:, :5], v[:, :5], feature_map=fp, causal=True, return_state=True)
+    results = {}
+    for span in (None, 0.0):
+        if span is not None:  # every growth of a unit becomes a decay of the state
+            monkeypatch.setattr(la.feature_maps, "DECAY_FREE_SPAN", {"float32": span, "float64": span})
+        for form in FORMS:
+            results[span, form] = la.linear_attention(
+                q[:, 5:], k[:, 5:], v[:, 5:], feature_map=fp, causal=True, form=form, backend=backend,
+                chunk_size=8, initial_state=prompt, return_state=True)
+    for form in FORMS:
+        (fast, fast_state), (decayed, decayed_state) = results[None, form], results[0.0, form]
+        assert_close(decayed, fast, what=f"{form}: outputs with the decay vs without")
+        for part, name in zip(range(3), ("S", "z", "log_scale")):
+            assert_close(decayed_state[part], fast_state[part], what=f"{form}: {name}")
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("sigma", [1.0, 8.0, 60.0])
+def test_stabilised_denominators_are_at_least_one(sigma, causal, rng):
+    """The floor that makes eps harmless: the query's largest term meets a key feature of 1."""
+    q, k, _ = favor_inputs(rng, sigma, d=7, n=29)
+    fp = la.FavorPlus(7, 11, seed=5)
+    features = la.feature_maps.stabilised_features(fp.log_features(q), fp.log_features(k), causal)
+    assert features.phi_k.max() <= 1
+    if features.log_decay is None:  # one unit for all keys: a query's features below exp(span)
+        assert features.phi_q.max() <= np.exp(la.feature_maps.DECAY_FREE_SPAN["float64"])
+    else:  # units that follow the keys: each query's largest feature is exactly 1
+        np.testing.assert_array_equal(features.phi_q.max(-1), 1.0)
+    assert (features.log_decay is not None) == (causal and sigma == 60.0)
+    if causal:  # z_i: the recurrence's sum of keys 0..i, re-measured at every change of unit
+        _, z = la.gated_linear_attention(features.phi_q, features.phi_k, np.ones_like(k[..., :1]),
+                                         features.log_decay, scale=1.0, form="recurrent", return_state=True)
+        steps = la.gated_linear_attention(features.phi_q, features.phi_k, np.ones_like(k[..., :1]),
+                                          features.log_decay, scale=1.0, form="recurrent")
+        assert steps.min() >= 1 - 1e-12
+        assert z.min() >= 1 - 1e-12
+    else:
+        denominators = features.phi_q @ features.phi_k.sum(-2)[..., None]  # [..., N, 1]
+        assert denominators.min() >= 1 - 1e-12
 
 
 # ---------------------------------------------------------------- seed validation

@@ -96,6 +96,17 @@ def test_segment_sums_and_the_decay_mask_by_hand():
     assert_close(la.decay_mask(g), np.exp(expected))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf], ids=["nan", "+inf"])
+def test_segment_sums_refuse_nan_and_plus_inf_by_name(bad):
+    """A NaN in one log decay used to fill its row and column of the mask with NaN silently."""
+    g = np.array([[-0.5, bad, -2.0, -0.1, -0.3], [-0.1] * 5])
+    with pytest.raises(ValueError, match="log_decay must hold no NaN or \\+inf"):
+        la.segment_sums(g)
+    with pytest.raises(ValueError, match="log_decay"):
+        la.decay_mask(g)
+    assert np.isneginf(la.segment_sums(np.array([-0.5, -np.inf, -2.0]))[2, 0])  # a decay of 0 is legal
+
+
 @pytest.mark.parametrize("decay", ["none", "strong"])
 @pytest.mark.parametrize("form", ["recurrent", "chunkwise"])
 def test_float32_at_65536_tokens_stays_finite(form, decay, rng):

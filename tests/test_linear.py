@@ -253,6 +253,46 @@ def test_state_carries_across_a_split_on_every_backend(form, backend, rng):
     assert_close(np.concatenate([first, second], -2), whole, what=f"{backend} {form}")
 
 
+@pytest.mark.parametrize("backend", [pytest.param(name, marks=pytest.mark.skipif(
+    name not in la.available_backends(), reason=f"{name} is not installed")) for name in ("numpy", "numba", "torch")])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("scale", [1.0, 8.0, 30.0])
+def test_favor_plus_state_carried_across_a_split_equals_one_call(scale, causal, backend, rng):
+    """FAVOR+ keeps its state in per-feature units that follow the largest key feature seen
+    (S, z, log_scale): carried across any cut it gives the outputs and the state of one call
+    without state, also where plain features underflow (scale 30: |x| about 60)."""
+    q, k = scale * rng.standard_normal((2, 2, 31, 5)) * 5**-0.25
+    v = rng.standard_normal((2, 31, 3))
+    fp = la.FavorPlus(5, 9, seed=3)
+    for form in FORMS:
+        options = dict(feature_map=fp, causal=causal, form=form, backend=backend, chunk_size=4)
+        whole = la.linear_attention(q, k, v, **options)
+        _, state_whole = la.linear_attention(q, k, v, return_state=True, **options)
+        for cut in (1, 12, 30):
+            first, state = la.linear_attention(q[:, :cut], k[:, :cut], v[:, :cut], return_state=True, **options)
+            second, state_end = la.linear_attention(q[:, cut:], k[:, cut:], v[:, cut:], initial_state=state,
+                                                    return_state=True, **options)
+            if causal:
+                assert_close(np.concatenate([first, second], -2), whole, what=f"{form}, cut at {cut}")
+            for part, name in zip(range(3), ("S", "z", "log_scale")):
+                assert_close(state_end[part], state_whole[part], what=f"{form}, {name} after the cut at {cut}")
+
+
+def test_favor_plus_state_in_the_maps_own_units_is_read_as_such(rng):
+    """A pair (S, z) in φ's own units (log_scale 0) continues a FAVOR+ sequence too; a row with
+    z = 0 is a row with no key, and S must be 0 there."""
+    q, k, v = rng.standard_normal((3, 23, 5)) * 5**-0.25
+    fp = la.FavorPlus(5, 9, seed=3)
+    whole = la.linear_attention(q, k, v, feature_map=fp, causal=True, eps=0.0)
+    plain_s, plain_z = fp(k[:10]).T @ v[:10], fp(k[:10]).sum(0)  # [m, d_v], [m]
+    rest = la.linear_attention(q[10:], k[10:], v[10:], feature_map=fp, causal=True, eps=0.0,
+                               initial_state=(plain_s, plain_z))  # other units: equal only with eps = 0
+    assert_close(rest, whole[10:], what="continued from the plain pair")
+    plain_s[2], plain_z[2] = 1.0, 0.0
+    with pytest.raises(ValueError, match="initial_state z must be >= 0"):
+        la.linear_attention(q[10:], k[10:], v[10:], feature_map=fp, causal=True, initial_state=(plain_s, plain_z))
+
+
 @pytest.mark.parametrize("state,error,message", [
     ("S", TypeError, "initial_state must be a pair"),
     ((np.zeros((2, 5, 3)), np.zeros((2, 5))), ValueError, r"initial_state S must have shape \[2, 5, 5\]"),

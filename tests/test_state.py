@@ -115,6 +115,31 @@ def test_state_continues_from_linear_attention_over_a_prompt(rng):
     assert np.abs(decoder.S).max() > 0
 
 
+@pytest.mark.parametrize("scale", [1.0, 8.0, 30.0])
+def test_log_space_state_decodes_favor_plus_as_linear_attention_does(scale, rng):
+    """Stepping log features through a LinearAttentionState(log_space=True), from nothing or from
+    the triple linear_attention returns for a prompt, gives linear_attention's outputs, also where
+    plain features underflow (scale 30); its state goes back into linear_attention."""
+    d, m, n = 5, 9, 27
+    fp = la.FavorPlus(d, m, seed=2)
+    q, k = scale * rng.standard_normal((2, n, d)) * d**-0.25
+    v = rng.standard_normal((n, 3))
+    whole = la.linear_attention(q, k, v, feature_map=fp, causal=True)
+    fresh = la.LinearAttentionState(m, 3, log_space=True)
+    steps = [fresh.step(fp.log_features(q[i]), fp.log_features(k[i]), v[i]) for i in range(n)]
+    assert_close(np.array(steps), whole, what="decoded from nothing")
+    _, prompt_state = la.linear_attention(q[:17], k[:17], v[:17], feature_map=fp, causal=True, return_state=True)
+    decoder = la.LinearAttentionState(m, 3, initial_state=prompt_state, log_space=True)
+    decoder.update(fp.log_features(k[17:20]), v[17:20])  # a block of three tokens at once
+    outputs = [decoder.read(fp.log_features(q[19]))]
+    outputs += [decoder.step(fp.log_features(q[i]), fp.log_features(k[i]), v[i]) for i in range(20, 24)]
+    assert_close(np.array(outputs), whole[19:24], what="decoded after the prompt")
+    rest = la.linear_attention(q[24:], k[24:], v[24:], feature_map=fp, causal=True, initial_state=decoder.state)
+    assert_close(rest, whole[24:], what="linear_attention continued from the decoder's state")
+    with pytest.raises(TypeError, match="initial_state must be a pair"):
+        la.LinearAttentionState(m, 3, initial_state=prompt_state)  # a triple needs log_space
+
+
 @pytest.mark.parametrize("case", ["read before any update", "zero denominator", "overflow"])
 def test_read_refuses_nan_instead_of_warning(case):
     state = la.LinearAttentionState(2, 2, eps=0.0)

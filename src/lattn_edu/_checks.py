@@ -265,3 +265,11 @@ def check_state_part(x: Any, name: str, like: Any, shape: tuple[int, ...], layou
     if tuple(x.shape) != shape:
         raise ValueError(f"{name} must have shape {list(shape)} ({layout}); got {list(x.shape)}")
     return x
+
+
+def check_positive_state(s: Any, z: Any, name: str) -> None:
+    """A state of a positive feature map: z >= 0 (a sum of positive features), and 0 only in
+    rows where S is 0 too (no key there)."""
+    if extreme(z, "min") < 0 or bool(((z == 0)[..., None] & (s != 0)).any()):
+        raise ValueError(f"{name} z must be >= 0 (a sum of positive key features), and 0 only "
+                         "in rows where S is 0 too")

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import (check_beta, check_bool, check_choice, check_initial_state, check_log_decay,
+from ._checks import (check_beta, check_bool, check_choice, check_finite, check_initial_state, check_log_decay,
                       check_positive_int, check_qkv, check_scale)
 from .gated import decay_mask, per_key_log_decay, run_recurrence, start_state
 
@@ -55,8 +55,10 @@ def ut_transform(k: np.ndarray, beta: np.ndarray, log_decay: np.ndarray | None =
 
     k [..., C, d_k], beta [..., C], log_decay None or [..., C]; returns [..., C, C], lower
     triangular with a unit diagonal. Row i needs rows j < i: this forward substitution is
-    the part of a chunk that stays sequential.
+    the part of a chunk that stays sequential. NaN or inf in k or beta is refused by name.
     """
+    check_finite(k, "k")
+    check_finite(beta, "beta")
     c = k.shape[-2]
     g = np.zeros(beta.shape, dtype=k.dtype) if log_decay is None else log_decay
     a = beta[..., :, None] * (k @ k.swapaxes(-1, -2)) * decay_mask(g)  # [..., C, C]

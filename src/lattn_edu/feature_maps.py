@@ -4,23 +4,22 @@ Linear attention replaces the softmax weight exp(q·k) by a kernel that factoris
 sim(q, k) = φ(q)·φ(k). Every map here works on numpy arrays and on torch tensors
 (same function, the array's own namespace), so all backends share one definition.
 
-A feature map may also offer ``rescaled_features(q, k) -> (φ(q)/c_q, φ(k)/c_k, log(c_q c_k))``:
-features divided by factors chosen to keep them in floating-point range, plus the log of
-those factors. Linear attention's output does not change when φ(q_i) or φ(k) is multiplied
-by a constant, provided its guard eps is added to the rescaled denominator; so it uses the
-rescaled features, and :class:`FavorPlus` stays finite (and non-zero) for long sequences
-and large norms. Adding eps to the *unscaled* denominator instead would swamp it: at d = 64
-and q, k ~ N(0, 4²) the true denominator is far below 1e-6 and the output collapses to 0.
+A map with positive features may also offer ``log_features(x) = log φ(x)``. Linear
+attention then never forms φ itself but the stabilised features of
+:func:`stabilised_features`, which stay in floating-point range however large the norms
+(FAVOR+'s exp(w·x - ||x||²/2) under- and overflows long before the ratio does) and whose
+every denominator is at least 1, so the guard eps cannot move the answer.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ._checks import array_namespace, as_float_array, check_finite, check_positive_int, is_torch_tensor
+from ._checks import (array_namespace, as_float_array, check_finite, check_positive_int, dtype_name, extreme,
+                      is_torch_tensor)
 
 
 def _max_over(x: Any, axes: tuple[int, ...]) -> Any:
@@ -28,6 +27,102 @@ def _max_over(x: Any, axes: tuple[int, ...]) -> Any:
     if is_torch_tensor(x):
         return x.amax(dim=axes, keepdim=True)
     return x.max(axis=axes, keepdims=True)
+
+
+class StabilisedFeatures(NamedTuple):
+    """Features of a positive map in units that keep them in range (see :func:`stabilised_features`)."""
+
+    phi_q: Any  # φ(q_i)_r · u_ir / c_i  [..., N_q, m], in [0, 1], 1 at each query's largest term
+    phi_k: Any  # φ(k_j)_r / u_jr  [..., N, m], in (0, 1]
+    log_decay: Any  # log(u_{j-1,r} / u_jr) <= 0 [..., N, m] (causal), or None: the state's change of units
+    log_scale: Any  # log u_r after the last key  [..., m]: the units of the state handed on
+    query_shift: Any  # log c_i  [..., N_q, 1]
+
+
+def _running_max(x: Any) -> Any:
+    """max over positions 0..j along axis -2 for every j, numpy or torch."""
+    if is_torch_tensor(x):
+        return x.cummax(dim=-2).values
+    return np.maximum.accumulate(x, axis=-2)
+
+
+# The widest gap between the unit of one key and the units of earlier keys (log of the ratio)
+# that one fixed unit per feature can span: query features then stay below exp(span) and the
+# largest key feature a query sees above exp(-span), far inside the dtype's range.
+DECAY_FREE_SPAN = {"float32": 40.0, "float64": 400.0}
+
+
+def stabilised_features(log_q: Any, log_k: Any, causal: bool, log_scale: Any = None) -> StabilisedFeatures:
+    """Positive features rescaled so linear attention stays finite and eps cannot move it.
+
+    From log φ(q) [..., N_q, m] and log φ(k) [..., N, m]: each feature r of the keys is
+    measured in a unit u_r, the largest φ(k)_r among the keys the state holds (all keys;
+    or, causal, keys 0..j, a running maximum, so that u never depends on a later key), and
+    the query takes the unit back, φ(q_i)_r·u_r, so that Σ_r φ(q_i)_r φ(k_j)_r is unchanged.
+    Then each query is divided by its own largest term c_i = max_r φ(q_i)_r u_r, which
+    multiplies its numerator and denominator alike and cancels in the ratio. Every key
+    feature is <= 1, every query feature <= 1 with one exactly 1, and the key with the
+    largest feature r contributes 1 to z_r: each rescaled denominator is at least 1, so a
+    guard eps changes the output by at most eps relative, and no denominator underflows.
+
+    When u grows at key j the state held so far must be re-measured in the new unit,
+    S ← (u_{j-1}/u_j) ⊙ S: a per-feature decay, which ``log_decay`` carries (causal only;
+    the gated recurrence applies it). Where the units grow by less than ``DECAY_FREE_SPAN``
+    over the sequence, the keys keep the final unit instead and the queries take it back
+    (their c_i still from the running units): the same numbers, computed without decay, as
+    plain linear attention. ``log_scale`` [..., m] is the unit of a state carried in (None:
+    none; see :func:`stabilised_state`), and the result's ``log_scale`` the unit of the
+    state after the last key; without decay a carried state must be re-measured in it.
+    """
+    xp = array_namespace(log_k)
+    units = key_units(log_k, causal, log_scale)  # log u  [..., N | 1, m]
+    final = units[..., -1:, :]  # the unit after the last key  [..., 1, m]
+    log_decay = None
+    if causal and extreme(final - units, "max") > DECAY_FREE_SPAN[dtype_name(log_k)]:
+        before = units[..., :1, :] if log_scale is None else log_scale[..., None, :]  # [..., 1, m]
+        log_decay = xp.concatenate([before, units[..., :-1, :]], -2) - units  # [..., N, m]
+        key_unit = units
+    else:
+        key_unit = final
+    phi_q, query_shift = query_features(log_q, units, key_unit)
+    return StabilisedFeatures(phi_q, xp.exp(log_k - key_unit), log_decay, final[..., 0, :], query_shift)
+
+
+def key_units(log_k: Any, causal: bool, log_scale: Any = None) -> Any:
+    """log u: per feature, the largest log φ(k)_r so far (causal, [..., N, m]) or over all keys
+    ([..., 1, m]), and never below a carried state's unit ``log_scale`` [..., m]."""
+    units = _running_max(log_k) if causal else _max_over(log_k, (-2,))
+    if log_scale is None:
+        return units
+    return array_namespace(log_k).maximum(units, log_scale[..., None, :])
+
+
+def query_features(log_q: Any, units: Any, key_unit: Any = None) -> tuple[Any, Any]:
+    """(φ(q_i)_r w_r / c_i, log c_i) with c_i = max_r φ(q_i)_r u_r: the query features for keys
+    measured in units w (``key_unit``, default ``units`` u), each row divided by its largest
+    term against the units u it can see ([..., N_q, m] and [..., N_q, 1])."""
+    reach = log_q + units  # log φ(q_i)_r u_r  [..., N_q, m]
+    shift = _max_over(reach, (-1,))
+    if key_unit is not None:
+        reach = log_q + key_unit
+    return array_namespace(reach).exp(reach - shift), shift
+
+
+def stabilised_state(s: Any, z: Any, log_scale: Any, empty_units: Any) -> tuple[Any, Any, Any]:
+    """A state exp(log_scale)·(S, z) [..., m, d_v], [..., m] re-measured so every row with a key
+    in it holds z_r >= 1: (S', z', log_scale'), the same state.
+
+    A row with z_r < 1 is divided by z_r and its unit multiplied by z_r; rows with z_r >= 1
+    (every row of a state built from :func:`stabilised_features`) pass unchanged, so a state
+    carried across a split is measured exactly as in one call. A row with z_r = 0 holds no
+    key; it takes the unit ``empty_units`` [..., m] (the next key's features), so the
+    running maximum starts there as it would without a state.
+    """
+    xp = array_namespace(z)
+    empty = z == 0  # [..., m]
+    factor = xp.where(empty | (z >= 1), xp.ones_like(z), z)  # [..., m]
+    units = xp.where(empty, empty_units, log_scale + xp.log(factor))
+    return s / factor[..., None], z / factor, units
 
 
 def elu_plus_one(x: Any) -> Any:
@@ -58,7 +153,8 @@ def taylor_features(x: Any) -> Any:
     """φ(x) = [1, x, x_i x_j for i < j, x_i²/√2], [..., N, t] -> [..., N, 1 + t + t(t+1)/2].
 
     φ(q)·φ(k) = 1 + q·k + (q·k)²/2, the Taylor expansion of exp(q·k) to second order
-    (the map of Zoology's Based model): positive for every q, k (it is ((q·k + 1)² + 1)/2),
+    (the map of Based: Arora et al. 2024, "Simple linear attention language models balance
+    the recall-throughput tradeoff"): positive for every q, k (it is ((q·k + 1)² + 1)/2),
     and sharper than elu+1. Each unordered pair i, j appears once (weight 1 for i < j,
     1/√2 on the diagonal), which gives the same kernel as the full outer product with
     about half the width. The width grows as t²/2, so it is meant for small t.
@@ -237,18 +333,6 @@ class FavorPlus(_RandomFeatures):
         xp = array_namespace(log_q)
         return xp.exp(log_q - shift_q), xp.exp(log_k - shift_k), shift_q + shift_k
 
-    def visible_key_scale(self, k: Any) -> Any:
-        """M_i / c_k, [..., N, 1]: the largest key feature among keys 0..i (a running
-        maximum) over the largest of the whole sequence, the divisor ``rescaled_features``
-        used. Multiplying eps by it measures the guard against what query i can see."""
-        log_k = _max_over(self.log_features(k), (-1,))  # [..., N, 1]
-        xp = array_namespace(log_k)
-        if is_torch_tensor(log_k):
-            running = log_k.cummax(dim=-2).values
-        else:
-            running = np.maximum.accumulate(log_k, axis=-2)
-        return xp.exp(running - _max_over(log_k, (-2,)))
-
 
 class TrigonometricFeatures(_RandomFeatures):
     """Random Fourier features for the softmax kernel (the pre-Performer estimator).
@@ -296,37 +380,55 @@ def apply_feature_maps(feature_map: Any, q: Any, k: Any, rescale: bool = True, e
                        causal: bool = False) -> tuple[Any, Any, Any]:
     """(φ(q), φ(k), guard): the features, checked, and the eps to add to each denominator.
 
-    Where the map offers ``rescaled_features`` (and ``rescale``), the features come rescaled
-    into floating-point range and the guard is eps in those units: each query row divided
-    by its largest feature, and the keys by the largest key feature the query can see (all
-    of them, or for a causal layer those up to i, a running maximum). The output then does
-    not change when φ is multiplied by a constant, never collapses to 0 when the true
-    denominators are far below eps, and stays causal. The guard is then [..., N_q, 1];
-    otherwise it is eps itself. ``rescale=False`` gives the map's own features (for a state
-    carried from call to call, which needs one fixed unit).
+    Where the map offers ``log_features`` (and ``rescale``), the features come in the units of
+    :func:`stabilised_features` for the whole sequence (one unit per feature, each query
+    divided by its largest term), which leave every weight φ(q_i)·φ(k_j) of a row multiplied
+    by one constant. The guard then measures eps against what query i can see, as
+    :func:`~lattn_edu.linear_attention` does: eps for a full layer (each denominator is at
+    least 1), and for a causal one eps times c_i(visible)/c_i(all) <= eps, [..., N_q, 1],
+    the ratio of query i's scale over keys 0..i to its scale over all keys. Otherwise the
+    guard is eps itself. ``rescale=False`` gives the map's own features.
+
+    The features must keep q's and k's leading axes and length, share a width m, and be
+    finite: a callable that breaks this gets a ``ValueError`` naming it.
+    """
+    guard: Any = eps
+    if rescale and has_log_features(feature_map):
+        log_q, log_k = checked_features(feature_map, q, k, log=True)  # [..., N_q, m], [..., N, m]
+        whole = stabilised_features(log_q, log_k, causal=False)
+        if causal and eps > 0:
+            visible = stabilised_features(log_q, log_k, causal=True).query_shift  # [..., N, 1]
+            guard = eps * array_namespace(log_q).exp(visible - whole.query_shift)
+        return whole.phi_q, whole.phi_k, guard
+    return (*checked_features(feature_map, q, k), guard)
+
+
+def has_log_features(feature_map: Any) -> bool:
+    """Whether the map gives its (positive) features in log space, so they can be stabilised."""
+    return hasattr(resolve_feature_map(feature_map), "log_features")
+
+
+def checked_features(feature_map: Any, q: Any, k: Any, log: bool = False) -> tuple[Any, Any]:
+    """(φ(q), φ(k)), or (log φ(q), log φ(k)) with ``log``, after checking the map's output.
 
     The features must keep q's and k's leading axes and length, share a width m, and be
     finite: a callable that breaks this gets a ``ValueError`` naming it.
     """
     phi = resolve_feature_map(feature_map)
-    guard: Any = eps
-    if rescale and hasattr(phi, "rescaled_features"):
-        phi_q, phi_k, _ = phi.rescaled_features(q, k)
-        if causal and eps > 0 and hasattr(phi, "visible_key_scale"):
-            guard = eps * phi.visible_key_scale(k)  # [..., N, 1], each <= eps
-    else:
-        phi_q, phi_k = phi(q), phi(k)
+    name = "feature_map.log_features" if log else "feature_map"
+    apply = phi.log_features if log else phi
+    phi_q, phi_k = apply(q), apply(k)
     for feats, x, role in ((phi_q, q, "q"), (phi_k, k, "k")):
         if (not hasattr(feats, "shape") or feats.ndim != x.ndim
                 or tuple(feats.shape[:-1]) != tuple(x.shape[:-1])):
             got = tuple(feats.shape) if hasattr(feats, "shape") else type(feats).__name__
-            raise ValueError(f"feature_map must map {role} of shape {tuple(x.shape)} to "
+            raise ValueError(f"{name} must map {role} of shape {tuple(x.shape)} to "
                              f"[{', '.join(map(str, x.shape[:-1]))}, m]; got {got}")
         if is_torch_tensor(feats) != is_torch_tensor(x) or str(feats.dtype) != str(x.dtype):
-            raise TypeError(f"feature_map must return the same array type and dtype as its input "
+            raise TypeError(f"{name} must return the same array type and dtype as its input "
                             f"({type(x).__name__}, {x.dtype}); got {type(feats).__name__}, {feats.dtype}")
-        check_finite(feats, f"feature_map({role})")
+        check_finite(feats, f"{name}({role})")
     if phi_q.shape[-1] != phi_k.shape[-1]:
-        raise ValueError("feature_map must give q and k the same width m; got "
+        raise ValueError(f"{name} must give q and k the same width m; got "
                          f"{phi_q.shape[-1]} and {phi_k.shape[-1]}")
-    return phi_q, phi_k, guard
+    return phi_q, phi_k

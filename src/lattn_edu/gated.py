@@ -48,7 +48,10 @@ def segment_sums(log_decay: np.ndarray) -> np.ndarray:
 
     Each entry is summed directly over its own segment, never as a difference of two
     long cumulative sums (which loses digits in float32 and overflows once exponentiated).
+    A NaN or +inf in ``log_decay`` is refused by name (-inf, a decay of exactly 0, is allowed).
     """
+    if not np.max(log_decay, initial=-np.inf) < np.inf:  # max carries a NaN through; NaN < inf is False
+        raise ValueError("log_decay must hold no NaN or +inf (log decays g <= 0; -inf is a decay of 0)")
     n = log_decay.shape[-1]
     steps = np.broadcast_to(log_decay[..., :, None], log_decay.shape + (n,))  # [..., l, j] = g_l
     steps = np.where(np.tri(n, k=-1, dtype=bool), steps, 0)  # keep l > j

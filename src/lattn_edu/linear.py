@@ -11,13 +11,15 @@ reference every backend is tested against. They take features, not raw q and k:
 - ``recurrent``: scan the tokens with a running state S_i, z_i (O(1) per token).
 - ``chunkwise``: quadratic inside chunks, a carried state between them (production kernels).
 
-``eps`` is a float, or an array [..., N_q, 1] with one guard per query (used when a
-feature map such as FAVOR+ rescales its features, see
-:func:`~lattn_edu.feature_maps.apply_feature_maps`).
+``eps`` is one float, added to every denominator (a map that needs its guard measured per
+query, such as FAVOR+, is stabilised before it reaches these forms, so that one float suffices).
 
 Causal linear attention is also the plain case of :func:`lattn_edu.gated_linear_attention`
 (no decay, scale 1) run on [V | 1]: the extra column of ones carries z beside S. That is how
-:func:`linear_attention` continues from a given state and hands its state back.
+:func:`linear_attention` continues from a given state and hands its state back, and how it
+runs a map that gives its features in log space (FAVOR+): there the state changes units
+whenever a key brings a larger feature, a per-feature decay of the same recurrence (see
+:func:`~lattn_edu.feature_maps.stabilised_features`).
 """
 
 from __future__ import annotations
@@ -27,15 +29,20 @@ from typing import Any
 import numpy as np
 
 from ._checks import (array_namespace, check_bool, check_choice, check_finite, check_nonnegative_float,
-                      check_positive_int, check_qkv, check_state_part, nonfinite_output_error)
-from .feature_maps import apply_feature_maps
+                      check_positive_int, check_positive_state, check_qkv, check_state_part,
+                      nonfinite_output_error)
+from .feature_maps import checked_features, has_log_features, stabilised_features, stabilised_state
 from .gated import run_recurrence
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
+# The recurrence's form for each form of linear attention: it has no prefix-sum form, so
+# 'parallel' runs its chunkwise one (O(N)), and 'quadratic' its masked N×N one.
+_RECURRENCE_FORMS = {"quadratic": "parallel", "parallel": "chunkwise", "recurrent": "recurrent",
+                     "chunkwise": "chunkwise"}
 
 
 def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
     """(φ(Q)φ(K)ᵀ) V: materialise the N×N weights, then normalise each row."""
     weights = phi_q @ phi_k.swapaxes(-1, -2)  # [..., N_q, N]
     if causal:
@@ -46,7 +53,7 @@ def quadratic_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
 
 
 def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                              causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
+                              causal: bool = False, eps: float = 1e-6) -> np.ndarray:
     """φ(Q)(φ(K)ᵀV): contract the sequence axis first; causal uses prefix sums of states."""
     if not causal:
         state = phi_k.swapaxes(-1, -2) @ v  # S = φ(K)ᵀV   [..., m, d_v]
@@ -62,7 +69,7 @@ def parallel_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarra
 
 
 def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: Any = 1e-6) -> np.ndarray:
+                               causal: bool = False, eps: float = 1e-6) -> np.ndarray:
     """The RNN view: S_i = S_{i-1} + φ(k_i)v_iᵀ, z_i = z_{i-1} + φ(k_i), one token at a time."""
     lead, (n_keys, m), d_v = phi_k.shape[:-2], phi_k.shape[-2:], v.shape[-1]
     state = np.zeros(lead + (m, d_v), dtype=v.dtype)  # S  [..., m, d_v]
@@ -72,19 +79,14 @@ def recurrent_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
         state += phi_k[..., i, :, None] * v[..., i, None, :]  # rank-1 update
         normaliser += phi_k[..., i, :]
         if causal:
-            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, _guard_at(eps, i))
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
     if not causal:  # every query reads the final state
         for i in range(phi_q.shape[-2]):
-            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, _guard_at(eps, i))
+            out[..., i, :] = _read(phi_q[..., i, :], state, normaliser, eps)
     return out
 
 
-def _guard_at(eps: Any, i: int) -> Any:
-    """The guard of query i: eps itself, or row i of a per-query guard [..., N_q, 1]."""
-    return eps[..., i, :] if np.ndim(eps) else eps
-
-
-def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: Any) -> np.ndarray:
+def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: float) -> np.ndarray:
     """o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps) for one position: [..., m] -> [..., d_v]."""
     numerator = np.einsum("...m,...mv->...v", phi_q_i, state)
     denominator = np.einsum("...m,...m->...", phi_q_i, normaliser)[..., None]
@@ -92,7 +94,7 @@ def _read(phi_q_i: np.ndarray, state: np.ndarray, normaliser: np.ndarray, eps: A
 
 
 def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray,
-                               causal: bool = False, eps: Any = 1e-6,
+                               causal: bool = False, eps: float = 1e-6,
                                chunk_size: int = 64) -> np.ndarray:
     """Chunks of C tokens: quadratic (masked) inside a chunk, the carried state S, z across chunks.
 
@@ -113,8 +115,7 @@ def chunkwise_linear_attention(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarr
         weights = np.tril(q_c @ k_c.swapaxes(-1, -2))  # intra-chunk  [..., C, C]
         numerator = weights @ v_c + q_c @ state  # inside the chunk + everything before it
         denominator = weights.sum(-1, keepdims=True) + q_c @ normaliser
-        guard = eps[..., chunk, :] if np.ndim(eps) else eps
-        out[..., chunk, :] = numerator / (denominator + guard)
+        out[..., chunk, :] = numerator / (denominator + eps)
         state = state + k_c.swapaxes(-1, -2) @ v_c  # carry the chunk into the state
         normaliser = normaliser + k_c.sum(-2)[..., None]
     return out
@@ -133,6 +134,8 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
         float32 or float64; leading (batch, head) axes optional and equal across q, k, v.
         Causal attention needs N_q == N.
     feature_map : 'elu+1' | 'relu' | 'identity' | callable [..., N, d] -> [..., N, m]
+        A map that also offers ``log_features`` (FAVOR+) is computed in the stable units of
+        :func:`~lattn_edu.feature_maps.stabilised_features`, whatever the form, backend or state.
     causal : bool
         Query i sees keys j <= i only.
     form : 'quadratic' | 'parallel' | 'recurrent' | 'chunkwise'
@@ -140,22 +143,25 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     backend : 'numpy' | 'numba' | 'torch'
         numpy is the reference; numba runs JIT kernels; torch takes tensors on any device.
     eps : float
-        Guard added to every denominator. For a map that rescales its features (FAVOR+) it is
-        added in the rescaled units, relative to the largest key feature query i can see, so
-        the output never depends on a constant factor in the features and stays causal.
+        Guard added to every denominator. For a map in log space (FAVOR+) it is added in the
+        stable units, where every denominator is at least 1: it then changes no output by
+        more than eps relative (the features are positive, so nothing needs guarding).
     chunk_size : int
         Chunk length C of the chunkwise form.
     initial_state : (S [..., m, d_v], z [..., m]), optional
         The state of the tokens before these (zeros when None), in the units of the feature
-        map's own features (a map that rescales, such as FAVOR+, is not rescaled here).
+        map's own features. A map in log space also takes the triple (S, z, log_scale) that
+        it returns, log_scale [..., m]: its state in its own units is exp(log_scale)·(S, z),
+        row by row (numbers that would under- or overflow if multiplied out).
     return_state : bool
-        Also return the state (S, z) after the last key: splitting a sequence anywhere and
-        carrying it gives the outputs of one call over the whole sequence.
+        Also return the state after the last key, (S, z), or (S, z, log_scale) for a map in
+        log space: splitting a sequence anywhere and carrying it gives the outputs of one
+        call over the whole sequence.
 
     Returns
     -------
     o : array [..., N_q, d_v], same dtype (and, for torch, same type and device) as v;
-        or ``(o, (S, z))`` when ``return_state``.
+        or ``(o, state)`` when ``return_state``.
     """
     from .backends import get_backend
 
@@ -163,8 +169,9 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     form = check_choice(form, "form", FORMS)
     eps = check_nonnegative_float(eps, "eps")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    if initial_state is not None or check_bool(return_state, "return_state"):
-        return _linear_attention_with_state(q, k, v, feature_map, causal, form, backend, eps,
+    if (initial_state is not None or check_bool(return_state, "return_state")
+            or has_log_features(feature_map)):
+        return _linear_attention_as_recurrence(q, k, v, feature_map, causal, form, backend, eps,
                                             chunk_size, initial_state, return_state)
     kernels = get_backend(backend)
     fused = getattr(kernels, "FUSED", {}).get((form, feature_map)) if isinstance(feature_map, str) else None
@@ -174,27 +181,37 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
         if fused is not None:  # the backend applies this feature map inside its kernel (chapter 9)
             return restore(fused(q, k, v, causal, eps, *extra))
-        phi_q, phi_k, guard = apply_feature_maps(feature_map, q, k, eps=eps, causal=causal)
-        out = kernels.FORMS[form](phi_q, phi_k, v, causal, guard, *extra)
+        phi_q, phi_k = checked_features(feature_map, q, k)
+        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps, *extra)
     _check_output(out, feature_map, eps)
     return restore(out)
 
 
-def _linear_attention_with_state(q: Any, k: Any, v: Any, feature_map: Any, causal: bool, form: str,
-                                 backend: str, eps: float, chunk_size: int, initial_state: Any,
-                                 return_state: bool) -> Any:
-    """Linear attention as the plain gated recurrence on [V | 1], from and to a state (S, z)."""
+def _linear_attention_as_recurrence(q: Any, k: Any, v: Any, feature_map: Any, causal: bool, form: str,
+                                    backend: str, eps: float, chunk_size: int, initial_state: Any,
+                                    return_state: bool) -> Any:
+    """Linear attention as the gated recurrence on [V | 1], from and to a state: without decay
+    for a plain map, with the change of units as decay for a map in log space."""
     from .backends import get_backend
 
     q, k, v = check_qkv(q, k, v, causal)
-    phi_q, phi_k, _ = apply_feature_maps(feature_map, q, k, rescale=False)  # [..., N_q, m], [..., N, m]
     xp = array_namespace(v)
     values = xp.concatenate([v, xp.ones_like(v[..., :1])], -1)  # [V | 1]  [..., N, d_v + 1]
-    start = _joined_state(initial_state, phi_k, v)  # [S | z]  [..., m, d_v + 1] or None
-    if causal:  # the gated recurrence's forms are all causal; quadratic is its parallel form
-        gated_form = "parallel" if form == "quadratic" else form
-        both, state = run_recurrence("gated", phi_q, phi_k, values, (None,), 1.0, gated_form, backend,
-                                     chunk_size, start, return_state=True)
+    log_scale = None
+    if has_log_features(feature_map):
+        log_q, log_k = checked_features(feature_map, q, k, log=True)  # [..., N_q, m], [..., N, m]
+        start, start_scale = _stabilised_start(initial_state, log_k, v)  # [S | z] in units start_scale
+        features = stabilised_features(log_q, log_k, causal, start_scale)
+        phi_q, phi_k, log_decay, log_scale = (features.phi_q, features.phi_k, features.log_decay,
+                                              features.log_scale)
+        if start is not None and log_decay is None:  # into the one unit all keys share
+            start = start * xp.exp(start_scale - log_scale)[..., None]
+    else:
+        phi_q, phi_k = checked_features(feature_map, q, k)  # [..., N_q, m], [..., N, m]
+        start, log_decay = _joined_state(initial_state, phi_k, v), None  # [S | z]  [..., m, d_v + 1]
+    if causal:  # the recurrence's forms are all causal
+        both, state = run_recurrence("gated", phi_q, phi_k, values, (log_decay,), 1.0,
+                                     _RECURRENCE_FORMS[form], backend, chunk_size, start, return_state=True)
     else:  # every query reads the state after the last key
         phi_q, phi_k, values, start, restore = get_backend(backend).to_backend(phi_q, phi_k, values, start)
         state = phi_k.swapaxes(-1, -2) @ values  # [..., m, d_v + 1]
@@ -203,7 +220,29 @@ def _linear_attention_with_state(q: Any, k: Any, v: Any, feature_map: Any, causa
     with np.errstate(divide="ignore", invalid="ignore"):
         out = both[..., :-1] / (both[..., -1:] + eps)
     _check_output(out, feature_map, eps)
-    return (out, (state[..., :-1], state[..., -1])) if return_state else out
+    if not return_state:
+        return out
+    pair = (state[..., :-1], state[..., -1])
+    return (out, pair if log_scale is None else (*pair, log_scale))
+
+
+def _stabilised_start(initial_state: Any, log_k: Any, v: Any) -> tuple[Any, Any]:
+    """A carried state for a map in log space, as ([S | z] [..., m, d_v + 1], its log units [..., m]),
+    re-measured by :func:`~lattn_edu.feature_maps.stabilised_state`."""
+    if initial_state is None:
+        return None, None
+    if not isinstance(initial_state, (tuple, list)) or len(initial_state) not in (2, 3):
+        raise TypeError("initial_state must be a pair (S, z) or a triple (S, z, log_scale) with "
+                        f"S [..., m, d_v], z and log_scale [..., m]; got {type(initial_state).__name__}")
+    lead, m = tuple(log_k.shape[:-2]), log_k.shape[-1]
+    s = check_state_part(initial_state[0], "initial_state S", v, lead + (m, v.shape[-1]), "[..., m, d_v]")
+    z = check_state_part(initial_state[1], "initial_state z", v, lead + (m,), "[..., m]")
+    xp = array_namespace(v)
+    log_scale = (check_state_part(initial_state[2], "initial_state log_scale", v, lead + (m,), "[..., m]")
+                 if len(initial_state) == 3 else xp.zeros_like(z))
+    check_positive_state(s, z, "initial_state")
+    s, z, units = stabilised_state(s, z, log_scale, log_k[..., 0, :])
+    return xp.concatenate([s, z[..., None]], -1), units
 
 
 def _joined_state(initial_state: Any, phi_k: Any, v: Any) -> Any:
@@ -214,8 +253,8 @@ def _joined_state(initial_state: Any, phi_k: Any, v: Any) -> Any:
         raise TypeError("initial_state must be a pair (S, z) with S [..., m, d_v] and z [..., m]; "
                         f"got {type(initial_state).__name__}")
     lead, m = tuple(phi_k.shape[:-2]), phi_k.shape[-1]
-    s = check_state_part(initial_state[0], "initial_state S", phi_k, lead + (m, v.shape[-1]), "[..., m, d_v]")
-    z = check_state_part(initial_state[1], "initial_state z", phi_k, lead + (m,), "[..., m]")
+    s = check_state_part(initial_state[0], "initial_state S", v, lead + (m, v.shape[-1]), "[..., m, d_v]")
+    z = check_state_part(initial_state[1], "initial_state z", v, lead + (m,), "[..., m]")
     return array_namespace(s).concatenate([s, z[..., None]], -1)
 
 

@@ -5,8 +5,8 @@ compiled by numba to machine code:
 
 - the leading (batch, head) axes are flattened to one axis B, and ``prange`` hands
   the B independent sequences to different threads;
-- arithmetic stays in the inputs' dtype (eps is cast to it), so float32 stays float32;
-  eps may be one float or a guard per query [..., N_q, 1] (see the reference forms).
+- arithmetic stays in the inputs' dtype (eps, one float, is cast to it), so float32 stays
+  float32.
 
 The gated family lives in :mod:`.numba_gated` and :mod:`.numba_delta` (``GATED_FORMS`` and
 ``DELTA_FORMS`` are re-exported here), the BLAS wrappers every kernel shares in :mod:`.numba_blas`.
@@ -268,8 +268,7 @@ def _run(kernel: Callable[..., None], phi_q: np.ndarray, phi_k: np.ndarray, v: n
     acc = np.zeros((values.shape[0], n_q, d_v + 1), dtype)  # [numerator | denominator]
     kernel(phi_q, phi_k, values, bool(causal), *options, acc)
     out = np.empty((values.shape[0], n_q, d_v), dtype)
-    guard = np.ascontiguousarray(np.broadcast_to(eps, lead + (n_q, 1)), dtype=dtype)  # [..., N_q, 1]
-    _normalise(acc, guard.reshape(-1, n_q), out)
+    _normalise(acc, np.full((values.shape[0], n_q), eps, dtype), out)  # the kernel's guard per query [B, N_q]
     return out.reshape(lead + (n_q, d_v))
 
 
@@ -318,12 +317,11 @@ def _run_chunkwise(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, ep
     lead, dtype = v.shape[:-2], v.dtype
     n_q, d_v = q.shape[-2], v.shape[-1]
     flat = [np.ascontiguousarray(x.reshape((-1,) + x.shape[-2:]), dtype=dtype) for x in (q, k, v)]
-    guard = np.ascontiguousarray(np.broadcast_to(eps, lead + (n_q, 1)), dtype=dtype)  # [..., N_q, 1]
     out = np.empty((flat[2].shape[0], n_q, d_v), dtype)
     probes = np.zeros((out.shape[0], 4), dtype)  # q, k, v, out: NaN where one was not finite
     with one_blas_thread():
         _chunkwise_kernel(*flat, bool(causal), int(chunk_size), apply_elu, dtype == np.float32,
-                          guard.reshape(-1, n_q), out, probes)
+                          np.full((out.shape[0], n_q), eps, dtype), out, probes)  # eps per query [B, N_q]
     if apply_elu:  # given features are checked by the caller, as for the other forms
         _raise_for_probes(probes, eps)
     return out.reshape(lead + (n_q, d_v))

@@ -2,8 +2,8 @@
 
 Same algorithms and signatures as the numpy reference in :mod:`lattn_edu.linear`,
 written only with torch operations, so they run wherever the tensors live (CPU or
-CUDA) and stay differentiable: ``loss.backward()`` flows into q, k and v. ``eps`` is a
-float or a tensor [..., N_q, 1] of per-query guards, as in the reference.
+CUDA) and stay differentiable: ``loss.backward()`` flows into q, k and v. ``eps`` is one
+float, as in the reference.
 
 The chunkwise form is the one production kernels (flash-linear-attention) build on:
 all chunks at once as batched matrix products, C×C masked inside a chunk, and the
@@ -22,7 +22,7 @@ from .torch_gated import DELTA_FORMS, GATED_FORMS  # noqa: F401  (re-exported: t
 
 
 def quadratic_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor,
-                               causal: bool = False, eps: Any = 1e-6) -> torch.Tensor:
+                               causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
     """(φ(Q)φ(K)ᵀ) V: materialise the N_q×N weights, then normalise each row."""
     weights = phi_q @ phi_k.transpose(-1, -2)  # [..., N_q, N]
     if causal:
@@ -33,7 +33,7 @@ def quadratic_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torc
 
 
 def parallel_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor,
-                              causal: bool = False, eps: Any = 1e-6) -> torch.Tensor:
+                              causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
     """φ(Q)(φ(K)ᵀV): contract the sequence axis first; causal uses prefix sums of states."""
     if not causal:
         state = phi_k.transpose(-1, -2) @ v  # S = φ(K)ᵀV   [..., m, d_v]
@@ -47,7 +47,7 @@ def parallel_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch
 
 
 def recurrent_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor,
-                               causal: bool = False, eps: Any = 1e-6) -> torch.Tensor:
+                               causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
     """The RNN view: S_i = S_{i-1} + φ(k_i)v_iᵀ, z_i = z_{i-1} + φ(k_i), one token at a time."""
     lead, m, d_v = phi_k.shape[:-2], phi_k.shape[-1], v.shape[-1]
     state = phi_k.new_zeros(lead + (m, d_v))  # S  [..., m, d_v]
@@ -58,21 +58,20 @@ def recurrent_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torc
         state = state + phi_k[..., i, :, None] * v[..., i, None, :]  # rank-1 update
         normaliser = normaliser + phi_k[..., i, :, None]
         if causal:
-            guard = eps[..., i:i + 1, :] if torch.is_tensor(eps) else eps  # one guard per query
-            outputs.append(_read(phi_q[..., i:i + 1, :], state, normaliser, guard))  # [..., 1, d_v]
+            outputs.append(_read(phi_q[..., i:i + 1, :], state, normaliser, eps))  # [..., 1, d_v]
     if not causal:  # every query reads the final state
         return _read(phi_q, state, normaliser, eps)
     return torch.cat(outputs, dim=-2)
 
 
 def _read(phi_q: torch.Tensor, state: torch.Tensor, normaliser: torch.Tensor,
-          eps: Any) -> torch.Tensor:
+          eps: float) -> torch.Tensor:
     """o = φ(q)ᵀ S / (φ(q)ᵀ z + eps) for a block of queries: [..., n, m] -> [..., n, d_v]."""
     return (phi_q @ state) / (phi_q @ normaliser + eps)
 
 
 def chunkwise_linear_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor,
-                               causal: bool = False, eps: Any = 1e-6,
+                               causal: bool = False, eps: float = 1e-6,
                                chunk_size: int = 64) -> torch.Tensor:
     """Chunks of C tokens: quadratic (masked) inside a chunk, the carried state S, z across chunks.
 
