@@ -268,6 +268,16 @@ def test_taylor_work_ratio_says_linear_still_wins_at_4096():
             exercise.check(wrong)
 
 
+def test_causal_scan_refuses_the_masked_square_product_by_name():
+    def masked_square(phi_q, phi_k, v):
+        weights = np.tril(phi_q @ phi_k.T)  # [N, N]: right outputs, no scan
+        return weights @ v / weights.sum(axis=1, keepdims=True)
+
+    with pytest.raises(ExerciseFailed, match=r"\[N, N\] = \[1001, 1001\].*carry the state"):
+        exercises.CATALOG["ch04.causal_scan"].check(masked_square)
+    exercises.CATALOG["ch04.causal_scan"].check(exercises.CATALOG["ch04.causal_scan"].solution)
+
+
 def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(rng):
     n, m, d_v, chunk = 23, 5, 3, 6  # the last chunk is shorter
     phi_q, phi_k = rng.uniform(0.1, 2.0, (2, n, m))

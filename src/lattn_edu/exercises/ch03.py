@@ -32,6 +32,7 @@ class SequenceOnly(np.ndarray):
     """
 
     sequence_length: int = 0
+    advice = "the parallel form must contract the sequence axis first (φ(K)ᵀV)"
 
     @classmethod
     def wrap(cls, array: np.ndarray) -> "SequenceOnly":
@@ -47,8 +48,7 @@ class SequenceOnly(np.ndarray):
         shapes = [r.shape for r in (result if isinstance(result, tuple) else (result,))
                   if isinstance(r, np.ndarray)]
         if n > 1 and any(sum(size == n for size in shape) >= 2 for shape in shapes):
-            raise ValueError(f"this computes an [N, N] = [{n}, {n}] array; the parallel form "
-                             "must contract the sequence axis first (φ(K)ᵀV)")
+            raise ValueError(f"this computes an [N, N] = [{n}, {n}] array; {self.advice}")
         return result
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
