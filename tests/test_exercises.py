@@ -257,8 +257,25 @@ def test_parallel_form_checker_refuses_the_n_by_n_order_through_einsum():
 def test_taylor_work_ratio_says_linear_still_wins_at_4096():
     m = 1 + 64 + 64 * 65 // 2
     expected = 4096 * (64 + 128) / (2 * m * 128)
-    assert exercises.CATALOG["ch03.work_ratio"].solution == pytest.approx(expected)
-    assert 1 < expected < 2
+    first_cheaper = next(n for n in range(1, 10_000) if n * (64 + 128) > 2 * m * 128)
+    exercise = exercises.CATALOG["ch03.work_ratio"]
+    assert exercise.solution == pytest.approx([expected, first_cheaper])
+    assert 1 < expected < 2 and first_cheaper == 2861
+    exercise.check((round(expected, 3), first_cheaper))
+    for wrong in (expected, (expected, first_cheaper - 1), (expected * 1.01, first_cheaper),
+                  (expected, first_cheaper, 0)):
+        with pytest.raises(ExerciseFailed):
+            exercise.check(wrong)
+
+
+def test_causal_scan_refuses_the_masked_square_product_by_name():
+    def masked_square(phi_q, phi_k, v):
+        weights = np.tril(phi_q @ phi_k.T)  # [N, N]: right outputs, no scan
+        return weights @ v / weights.sum(axis=1, keepdims=True)
+
+    with pytest.raises(ExerciseFailed, match=r"\[N, N\] = \[1001, 1001\].*carry the state"):
+        exercises.CATALOG["ch04.causal_scan"].check(masked_square)
+    exercises.CATALOG["ch04.causal_scan"].check(exercises.CATALOG["ch04.causal_scan"].solution)
 
 
 def test_chunk_step_solution_run_over_every_chunk_is_the_package_chunkwise_form(rng):

@@ -9,7 +9,8 @@ import numpy as np
 import lattn_edu as la
 from lattn_edu.timing import loglog_slope
 
-from .base import Exercise, check_function, value_exercise
+from .base import (Exercise, ExerciseFailed, _as_array, assert_matches, check_function,
+                   value_exercise)
 
 
 def solution_parallel_form(phi_q, phi_k, v):
@@ -31,6 +32,7 @@ class SequenceOnly(np.ndarray):
     """
 
     sequence_length: int = 0
+    advice = "the parallel form must contract the sequence axis first (φ(K)ᵀV)"
 
     @classmethod
     def wrap(cls, array: np.ndarray) -> "SequenceOnly":
@@ -46,8 +48,7 @@ class SequenceOnly(np.ndarray):
         shapes = [r.shape for r in (result if isinstance(result, tuple) else (result,))
                   if isinstance(r, np.ndarray)]
         if n > 1 and any(sum(size == n for size in shape) >= 2 for shape in shapes):
-            raise ValueError(f"this computes an [N, N] = [{n}, {n}] array; the parallel form "
-                             "must contract the sequence axis first (φ(K)ᵀV)")
+            raise ValueError(f"this computes an [N, N] = [{n}, {n}] array; {self.advice}")
         return result
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -126,10 +127,23 @@ def _ratio_cases():
                                  (4097, 32, 128, 256), (100_000, 128, 64, 16))]
 
 
-def _taylor_work_ratio(n: int = 4096, d: int = 64, d_v: int = 128) -> float:
-    """Left order over right order with the second-order Taylor map (m = 1 + d + d(d+1)/2)."""
+def _taylor_work_ratio(n: int = 4096, d: int = 64, d_v: int = 128) -> np.ndarray:
+    """(left order over right order at n, first N from which the right order is cheaper)
+    with the second-order Taylor map (m = 1 + d + d(d+1)/2)."""
     m = la.taylor_features(np.zeros((1, d))).shape[-1]
-    return la.attention_cost(n=n, d=d, d_v=d_v, m=m).compute_ratio
+    ratio = la.attention_cost(n=n, d=d, d_v=d_v, m=m).compute_ratio
+    first_cheaper = 2 * m * d_v // (d + d_v) + 1  # the ratio N(d + d_v)/(2 m d_v) exceeds 1
+    return np.array([ratio, first_cheaper])
+
+
+def _check_ratio_and_first_n(answer) -> None:
+    """The ratio within 0.2% (it is read off a formula), the first N exactly."""
+    expected = _taylor_work_ratio()
+    pair = _as_array(answer, "your answer")
+    if pair.shape != (2,):
+        raise ExerciseFailed(f"expected a pair (ratio, first N); got shape {list(pair.shape)}")
+    assert_matches(pair[0], expected[0], 2e-3, "your ratio")
+    assert_matches(pair[1], expected[1], 0.0, "your first N")
 
 
 def _taylor_state_and_crossover(d: int = 128, d_v: int = 128) -> np.ndarray:
@@ -160,9 +174,10 @@ EXERCISES = [
     value_exercise("ch03.state_entries",
                    "Derive: the entries of S and z with the Taylor map at d = d_v = 128, and the "
                    "smallest N whose N×N matrix is larger", _taylor_state_and_crossover()),
-    value_exercise("ch03.work_ratio",
-                   "Predict: the work ratio with the Taylor map at N = 4096, d = 64, d_v = 128",
-                   _taylor_work_ratio(), rtol=2e-3),
+    Exercise("ch03.work_ratio",
+             "Predict: the work ratio with the Taylor map at N = 4096, d = 64, d_v = 128, and "
+             "the first N from which the right order is cheaper", "value",
+             _taylor_work_ratio(), _check_ratio_and_first_n),
     Exercise("ch03.work_ratio_formula",
              "Derive the work ratio of the causal forms, counting the pairs j <= i exactly", "code",
              solution_causal_work_ratio,

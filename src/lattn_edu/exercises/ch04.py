@@ -7,6 +7,13 @@ import numpy as np
 import lattn_edu as la
 
 from .base import Exercise, check_function, value_exercise, without_package
+from .ch03 import SequenceOnly
+
+
+class ScanOnly(SequenceOnly):
+    """Inputs that refuse any [N, N] result, so a masked N×N product is not taken for a scan."""
+
+    advice = "the scan must carry the state S_i and z_i from token to token instead"
 
 
 def solution_update(S, z, phi_k, v):
@@ -79,6 +86,11 @@ def _sequence_cases():
                                                                     (50, 8, 5))]
     cases.append({"phi_q": _features(rng, 33, 16, np.float32), "phi_k": _features(rng, 33, 16, np.float32),
                   "v": rng.standard_normal((33, 16)).astype(np.float32)})
+    # Last, a longer sequence that refuses [N, N] arrays: tril(φ(Q)φ(K)ᵀ) is not a scan.
+    n_long = 1_001
+    cases.append({"phi_q": ScanOnly.wrap(_features(rng, n_long, 2)),
+                  "phi_k": ScanOnly.wrap(_features(rng, n_long, 2)),
+                  "v": ScanOnly.wrap(rng.standard_normal((n_long, 3)))})
     return cases
 
 
@@ -132,7 +144,7 @@ EXERCISES = [
              lambda answer: check_function(without_package(answer, *_LINEAR_ATTENTION_FUNCTIONS),
                                            _reference_causal_scan, _sequence_cases(), rtol=1e-5)),
     Exercise("ch04.generation_work",
-             "Derive the total multiply-adds of generating T tokens: KV cache vs state", "code",
+             "Count the total multiply-adds of generating T tokens: KV cache vs state", "code",
              solution_generation_work,
              lambda answer: check_function(answer, _reference_generation_work,
                                            _generation_cases(), rtol=1e-9, outputs=2)),
