@@ -117,6 +117,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # (tools/system_packages.py), so the test command works on a fresh Debian machine.
 PROGRAMS = {
     "chromium": system_packages.Program("chromium", ("chromium", "chromium-driver"), env="LATTN_CHROMIUM"),
+    # npm fetches axe-core (tests/test_axe.py); Debian's npm brings Node.js with it
+    "axe_core": system_packages.Program("npm", ("npm",), env="LATTN_NPM"),
 }
 _NOT_INSTALLED = pytest.StashKey[dict]()
 
@@ -146,6 +148,33 @@ def program_path(config: pytest.Config, name: str) -> str:
 def chromium(pytestconfig) -> str:
     """The chromium that tests/test_site.py drives: $LATTN_CHROMIUM, else Debian's."""
     return program_path(pytestconfig, "chromium")
+
+
+# axe-core, the WCAG rule engine that tests/test_axe.py runs in each page. Pinned: a new
+# release adds rules, and a test should change only when this line does.
+AXE_CORE_VERSION = "4.10.3"
+AXE_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lattn-edu" / f"axe-core-{AXE_CORE_VERSION}"
+
+
+@pytest.fixture(scope="session")
+def axe_core(pytestconfig) -> str:
+    """The source of axe-core's axe.min.js, AXE_CORE_VERSION, as npm installs it from its
+    registry into AXE_CACHE once per machine (npm: $LATTN_NPM, else Debian's, installed where
+    missing). Tests inject this text into the page; the site itself never loads it."""
+    npm = program_path(pytestconfig, "axe_core")
+    script = AXE_CACHE / "node_modules" / "axe-core" / "axe.min.js"
+    from filelock import FileLock
+
+    with FileLock(str(AXE_CACHE) + ".lock", mode=0o666):
+        if not script.is_file():
+            AXE_CACHE.mkdir(parents=True, exist_ok=True)
+            command = [npm, "install", "--prefix", str(AXE_CACHE), "--no-save", "--no-audit",
+                       "--no-fund", "--ignore-scripts", f"axe-core@{AXE_CORE_VERSION}"]
+            result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            if result.returncode != 0 or not script.is_file():
+                pytest.fail(f"`{' '.join(command)}` failed (exit {result.returncode}): "
+                            f"{(result.stderr or result.stdout)[-600:]}", pytrace=False)
+    return script.read_text(encoding="utf-8")
 
 
 # ---- the book, built once ----------------------------------------------------------------
@@ -189,8 +218,20 @@ def book_build(tmp_path_factory) -> BookBuild:
     ``jupyter-book build . -W -n --keep-going``, into a temporary folder.
 
     tests/test_site.py checks the site it makes and tests/test_chapters.py the notebooks it
-    executed, so a test session runs the chapters once for both.
+    executed, so a test session runs the chapters once for both. With LATTN_BOOK_BUILD set
+    to a folder given to ``jupyter-book build --path-output`` before, that build is checked
+    instead (its log, where saved as ``_build/build.log``, is checked for warnings): for
+    trying a change to the site's CSS without building again. The suite proper builds.
     """
+    reused = os.environ.get("LATTN_BOOK_BUILD")
+    if reused:  # a build made before, for checking the site again after a CSS change
+        folder = Path(reused).resolve() / "_build"
+        if not (folder / "html" / "index.html").is_file():
+            pytest.fail(f"LATTN_BOOK_BUILD={reused}: no _build/html/index.html there", pytrace=False)
+        log = folder / "build.log"
+        print(f"LATTN_BOOK_BUILD: checking the build in {folder}, not building this checkout")
+        return BookBuild(["(reused)", str(folder)], 0, log.read_text(encoding="utf-8") if log.is_file() else "",
+                         0.0, folder)
     out = tmp_path_factory.mktemp("book")
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
     command = [jupyter_book, "build", ".", "-W", "-n", "--keep-going", "--path-output", str(out)]

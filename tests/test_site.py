@@ -9,8 +9,9 @@ test session where it is missing, or the one ``LATTN_CHROMIUM`` names. Each page
   request, no console error and no uncaught exception;
 - have its math typeset by the site's own MathJax: no raw TeX (or raw Markdown table) left
   outside code;
-- show every picture, and have every slider of every static explorer change its picture
-  and its value label when moved with the keyboard; every concept check must answer a click;
+- show every picture, and have every slider of every static explorer change its picture,
+  its value label and the picture's description (alt text, read out by a live region) when
+  moved with the keyboard; every concept check must answer a click;
 - link its Colab button to the chapter's Colab edition (``book/colab/``), committed here;
 - have internal links that resolve to files (and anchors) of the build.
 
@@ -233,6 +234,7 @@ def _move_sliders(page) -> tuple[list[str], list[dict]]:
             label = explorer.locator(f'output[data-output="{position}"]')
             start_value = slider.input_value()
             start_src, start_label = image.get_attribute("src"), label.text_content()
+            start_alt = image.get_attribute("alt")
             low, high = int(slider.get_attribute("min")), int(slider.get_attribute("max"))
             key = "ArrowLeft" if int(start_value) == high else "ArrowRight"
             slider.scroll_into_view_if_needed()
@@ -243,6 +245,7 @@ def _move_sliders(page) -> tuple[list[str], list[dict]]:
                     src_changed = True
                     break
             value, new_label = slider.input_value(), label.text_content()
+            said = explorer.locator("[aria-live]").text_content()
             picture_ok = image.evaluate("img => img.decode().then(() => img.naturalWidth > 0, () => false)")
             record = {"explorer": name, "slider": slider.get_attribute("aria-label"), "from": start_label,
                       "to": new_label, "key_presses": steps, "picture_changed": src_changed}
@@ -253,6 +256,9 @@ def _move_sliders(page) -> tuple[list[str], list[dict]]:
                 problems.append(f"{name}/{record['slider']}: picture unchanged after {steps} moves")
             if new_label == start_label:
                 problems.append(f"{name}/{record['slider']}: value label stayed {start_label!r}")
+            if said != image.get_attribute("alt") or said == start_alt:
+                problems.append(f"{name}/{record['slider']}: the live region read {said!r}, "
+                                f"not the new picture's description")
             if not picture_ok:
                 problems.append(f"{name}/{record['slider']}: new picture does not decode")
             back = "ArrowRight" if key == "ArrowLeft" else "ArrowLeft"
