@@ -4,9 +4,10 @@ axe-core (Deque's WCAG rule engine, AXE_CORE_VERSION in conftest.py) is installe
 from its registry into a cache folder at test time (conftest.py's ``axe_core``; npm is
 Debian's, installed with chromium where missing) and injected into each page of the
 session's build after it loaded, so the site itself loads nothing new. Every page of the
-table of contents is audited with the WCAG 2.0/2.1 level A and AA rules, in light and in
-dark mode; any violation axe rates serious or critical fails the page, listed by rule, page
-and element.
+table of contents is audited with the WCAG 2.0/2.1 level A and AA rules (and the
+experimental label-content-name-mismatch), in light and in dark mode; any violation axe
+rates serious or critical fails the page, listed by rule, page and element, and all of them
+are written to _build/axe/report.json.
 
 The page is also opened 390 px wide (a phone): the page itself must not scroll sideways
 (a wide table, code or an equation may scroll inside its own box). And at 1280 px every
@@ -15,17 +16,29 @@ displayed equation that fits the column shows whole, with no scroll bar over it.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from test_site import PAGES, _open, browser_context, built_site, site_url  # noqa: F401 - shared fixtures
 
 pytestmark = pytest.mark.slow
 
+ROOT = Path(__file__).resolve().parent.parent
+
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 FAILING_IMPACTS = ("serious", "critical")
 PHONE = {"width": 390, "height": 844}
 
-AXE_RUN_JS = """tags => axe.run(document, {runOnly: {type: "tag", values: tags},
-                                          resultTypes: ["violations"]})
+# label-content-name-mismatch (WCAG 2.5.3, level A) is one of axe's "experimental" rules,
+# which run only when named: a control whose visible words are not in its accessible name
+# cannot be called by those words with voice control.
+EXPERIMENTAL_RULES = ["label-content-name-mismatch"]
+REPORT = ROOT / "_build" / "axe" / "report.json"
+
+AXE_RUN_JS = """([tags, experimental]) => axe.run(document, {
+    runOnly: {type: "tag", values: tags}, resultTypes: ["violations"],
+    rules: Object.fromEntries(experimental.map(rule => [rule, {enabled: true}]))})
   .then(result => result.violations.map(v => ({
     rule: v.id, impact: v.impact, help: v.help,
     nodes: v.nodes.map(n => ({target: n.target.join(" "), summary: n.failureSummary,
@@ -64,7 +77,8 @@ CUT_EQUATIONS_JS = r"""() => Array.from(document.querySelectorAll('mjx-container
 def axe_violations(page, axe_core: str) -> list[dict]:
     """axe-core's serious and critical WCAG A/AA violations on the open page."""
     page.add_script_tag(content=axe_core)
-    return [v for v in page.evaluate(AXE_RUN_JS, WCAG_TAGS) if v["impact"] in FAILING_IMPACTS]
+    return [v for v in page.evaluate(AXE_RUN_JS, [WCAG_TAGS, EXPERIMENTAL_RULES])
+            if v["impact"] in FAILING_IMPACTS]
 
 
 def describe(violations: list[dict], where: str) -> list[str]:
@@ -77,15 +91,26 @@ def describe(violations: list[dict], where: str) -> list[str]:
     return lines
 
 
+@pytest.fixture(scope="module")
+def axe_report():
+    """Every violation found, by page and mode, written to _build/axe/report.json."""
+    found: dict = {}
+    yield found
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+
+
 @pytest.mark.parametrize("page_path", PAGES)
-def test_axe_finds_no_serious_violation(page_path, browser_context, site_url, axe_core):
+def test_axe_finds_no_serious_violation(page_path, browser_context, site_url, axe_core, axe_report):
     problems = []
     for mode in ("light", "dark"):
         page, _ = _open(browser_context, site_url + page_path, mode)
         try:
-            problems += describe(axe_violations(page, axe_core), f"{page_path} ({mode})")
+            violations = axe_violations(page, axe_core)
         finally:
             page.close()
+        axe_report[f"{page_path} ({mode})"] = violations
+        problems += describe(violations, f"{page_path} ({mode})")
     assert not problems, "\n".join(problems)
 
 
