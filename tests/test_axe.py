@@ -74,8 +74,19 @@ CUT_EQUATIONS_JS = r"""() => Array.from(document.querySelectorAll('mjx-container
              `content ${el.scrollWidth}x${el.scrollHeight}`)"""
 
 
-def axe_violations(page, axe_core: str) -> list[dict]:
+# The page as a reader sees it once it settled: the theme's mode applied (the theme's script
+# sets it) and no colour still fading in (a contrast read mid-transition is not the page's).
+SETTLED_JS = """mode => new Promise(resolve => {
+  const ready = () => document.documentElement.dataset.theme === mode;
+  const wait = () => ready() ? Promise.all(document.getAnimations().map(a => a.finished.catch(() => null)))
+                                 .then(() => resolve(true)) : setTimeout(wait, 50);
+  wait();
+})"""
+
+
+def axe_violations(page, axe_core: str, mode: str) -> list[dict]:
     """axe-core's serious and critical WCAG A/AA violations on the open page."""
+    page.evaluate(SETTLED_JS, mode)
     page.add_script_tag(content=axe_core)
     return [v for v in page.evaluate(AXE_RUN_JS, [WCAG_TAGS, EXPERIMENTAL_RULES])
             if v["impact"] in FAILING_IMPACTS]
@@ -106,7 +117,7 @@ def test_axe_finds_no_serious_violation(page_path, browser_context, site_url, ax
     for mode in ("light", "dark"):
         page, _ = _open(browser_context, site_url + page_path, mode)
         try:
-            violations = axe_violations(page, axe_core)
+            violations = axe_violations(page, axe_core, mode)
         finally:
             page.close()
         axe_report[f"{page_path} ({mode})"] = violations

@@ -6,6 +6,10 @@ where it comes from docutils or the theme rather than from the book's text.
   entries. ARIA 1.3 deprecates doc-biblioentry, and a list must hold list items, so axe
   reports aria-required-children (critical) and a screen reader may not announce the
   entries as a list. Each entry becomes a list item (``role="listitem"``).
+- A folded code cell (myst-nb's hide-input): its ``<summary>`` shows "Show code cell source"
+  but is named "Toggle hidden content" (aria-label), so voice control cannot click it by the
+  words on screen (axe: label-content-name-mismatch). Without the aria-label its name is the
+  words it shows.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-REPLACEMENTS = (('role="doc-biblioentry"', 'role="listitem"'),)
+REPLACEMENTS = (('role="doc-biblioentry"', 'role="listitem"'),
+                ('<summary aria-label="Toggle hidden content">', "<summary>"))
 
 
 def _repair_body(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
