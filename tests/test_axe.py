@@ -10,7 +10,8 @@ rates serious or critical fails the page, listed by rule, page and element, and 
 are written to _build/axe/report.json.
 
 The page is also opened 390 px wide (a phone): the page itself must not scroll sideways
-(a wide table, code or an equation may scroll inside its own box). And at 1280 px every
+(a wide table, code or an equation may scroll inside its own box); each page's width is
+written to _build/axe/phone-widths.json. And at 1280 px every
 displayed equation that fits the column shows whole, with no scroll bar over it.
 """
 
@@ -20,7 +21,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_site import PAGES, _open, browser_context, built_site, site_url  # noqa: F401 - shared fixtures
+from test_site import PAGES, _open
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +36,7 @@ PHONE = {"width": 390, "height": 844}
 # cannot be called by those words with voice control.
 EXPERIMENTAL_RULES = ["label-content-name-mismatch"]
 REPORT = ROOT / "_build" / "axe" / "report.json"
+PHONE_REPORT = ROOT / "_build" / "axe" / "phone-widths.json"
 
 AXE_RUN_JS = """([tags, experimental]) => axe.run(document, {
     runOnly: {type: "tag", values: tags}, resultTypes: ["violations"],
@@ -125,8 +127,17 @@ def test_axe_finds_no_serious_violation(page_path, browser_context, site_url, ax
     assert not problems, "\n".join(problems)
 
 
+@pytest.fixture(scope="module")
+def phone_widths():
+    """Each page's width in a 390 px window, written to _build/axe/phone-widths.json."""
+    widths: dict = {}
+    yield widths
+    PHONE_REPORT.parent.mkdir(parents=True, exist_ok=True)
+    PHONE_REPORT.write_text(json.dumps(widths, indent=1) + "\n", encoding="utf-8")
+
+
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_never_scrolls_sideways_on_a_phone(page_path, browser_context, site_url):
+def test_page_never_scrolls_sideways_on_a_phone(page_path, browser_context, site_url, phone_widths):
     page = browser_context.new_page()
     try:
         page.set_viewport_size(PHONE)
@@ -136,6 +147,7 @@ def test_page_never_scrolls_sideways_on_a_phone(page_path, browser_context, site
         found = page.evaluate(WIDE_JS)
     finally:
         page.close()
+    phone_widths[page_path] = found["scroll"]
     assert found["scroll"] <= found["window"], (
         f"{page_path} is {found['scroll']} px wide in a {found['window']} px window; "
         f"wider than the window: {found['wide']}")
