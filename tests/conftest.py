@@ -306,21 +306,28 @@ def write_report(data: dict) -> None:
 
 
 @pytest.fixture(scope="session")
-def browser_context(chromium, site_url, tmp_path_factory):
-    """Chromium, headless, with a new empty profile; anything not on 127.0.0.1 is refused."""
+def playwright_api():
+    """Playwright's sync API, started once per process: it cannot run twice at a time, so every
+    test that drives chromium (the site's pages, tests/test_explorer_access.py) shares it."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail("playwright is not installed: python -m pip install -r requirements.txt", pytrace=False)
-    profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900}, service_workers="block")
-        context.set_default_timeout(PAGE_TIMEOUT_MS)
-        context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]|data:|blob:)"),
-                      lambda route: route.abort("blockedbyclient"))
-        yield context
-        context.close()
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def browser_context(chromium, site_url, tmp_path_factory, playwright_api):
+    """Chromium, headless, with a new empty profile; anything not on 127.0.0.1 is refused."""
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    context = playwright_api.chromium.launch_persistent_context(
+        str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
+        viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]|data:|blob:)"),
+                  lambda route: route.abort("blockedbyclient"))
+    yield context
+    context.close()
 
 

@@ -25,14 +25,11 @@ STATE_JS = """root => ({alt: root.querySelector("img").alt,
 
 
 @pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, headless=True,
+def browser(chromium, playwright_api):
+    launched = playwright_api.chromium.launch(executable_path=chromium, headless=True,
                                               args=["--no-sandbox", "--disable-gpu"])
-        yield launched
-        launched.close()
+    yield launched
+    launched.close()
 
 
 def open_explorer(browser, explorer, tmp_path):
