@@ -4,11 +4,15 @@ which tests share a test worker (pytest-xdist)."""
 
 from __future__ import annotations
 
+import functools
+import http.server
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +121,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # (tools/system_packages.py), so the test command works on a fresh Debian machine.
 PROGRAMS = {
     "chromium": system_packages.Program("chromium", ("chromium", "chromium-driver"), env="LATTN_CHROMIUM"),
+    # npm fetches axe-core (tests/test_axe.py); Debian's npm brings Node.js with it
+    "axe_core": system_packages.Program("npm", ("npm",), env="LATTN_NPM"),
 }
 _NOT_INSTALLED = pytest.StashKey[dict]()
 
@@ -146,6 +152,33 @@ def program_path(config: pytest.Config, name: str) -> str:
 def chromium(pytestconfig) -> str:
     """The chromium that tests/test_site.py drives: $LATTN_CHROMIUM, else Debian's."""
     return program_path(pytestconfig, "chromium")
+
+
+# axe-core, the WCAG rule engine that tests/test_axe.py runs in each page. Pinned: a new
+# release adds rules, and a test should change only when this line does.
+AXE_CORE_VERSION = "4.10.3"
+AXE_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lattn-edu" / f"axe-core-{AXE_CORE_VERSION}"
+
+
+@pytest.fixture(scope="session")
+def axe_core(pytestconfig) -> str:
+    """The source of axe-core's axe.min.js, AXE_CORE_VERSION, as npm installs it from its
+    registry into AXE_CACHE once per machine (npm: $LATTN_NPM, else Debian's, installed where
+    missing). Tests inject this text into the page; the site itself never loads it."""
+    npm = program_path(pytestconfig, "axe_core")
+    script = AXE_CACHE / "node_modules" / "axe-core" / "axe.min.js"
+    from filelock import FileLock
+
+    with FileLock(str(AXE_CACHE) + ".lock", mode=0o666):
+        if not script.is_file():
+            AXE_CACHE.mkdir(parents=True, exist_ok=True)
+            command = [npm, "install", "--prefix", str(AXE_CACHE), "--no-save", "--no-audit",
+                       "--no-fund", "--ignore-scripts", f"axe-core@{AXE_CORE_VERSION}"]
+            result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            if result.returncode != 0 or not script.is_file():
+                pytest.fail(f"`{' '.join(command)}` failed (exit {result.returncode}): "
+                            f"{(result.stderr or result.stdout)[-600:]}", pytrace=False)
+    return script.read_text(encoding="utf-8")
 
 
 # ---- the book, built once ----------------------------------------------------------------
@@ -189,8 +222,20 @@ def book_build(tmp_path_factory) -> BookBuild:
     ``jupyter-book build . -W -n --keep-going``, into a temporary folder.
 
     tests/test_site.py checks the site it makes and tests/test_chapters.py the notebooks it
-    executed, so a test session runs the chapters once for both.
+    executed, so a test session runs the chapters once for both. With LATTN_BOOK_BUILD set
+    to a folder given to ``jupyter-book build --path-output`` before, that build is checked
+    instead (its log, where saved as ``_build/build.log``, is checked for warnings): for
+    trying a change to the site's CSS without building again. The suite proper builds.
     """
+    reused = os.environ.get("LATTN_BOOK_BUILD")
+    if reused:  # a build made before, for checking the site again after a CSS change
+        folder = Path(reused).resolve() / "_build"
+        if not (folder / "html" / "index.html").is_file():
+            pytest.fail(f"LATTN_BOOK_BUILD={reused}: no _build/html/index.html there", pytrace=False)
+        log = folder / "build.log"
+        print(f"LATTN_BOOK_BUILD: checking the build in {folder}, not building this checkout")
+        return BookBuild(["(reused)", str(folder)], 0, log.read_text(encoding="utf-8") if log.is_file() else "",
+                         0.0, folder)
     out = tmp_path_factory.mktemp("book")
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
     command = [jupyter_book, "build", ".", "-W", "-n", "--keep-going", "--path-output", str(out)]
@@ -198,3 +243,91 @@ def book_build(tmp_path_factory) -> BookBuild:
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     return BookBuild(command, result.returncode, result.stdout + result.stderr,
                      time.perf_counter() - started, out / "_build")
+
+
+# ---- the built site in a browser (tests/test_site.py, test_axe.py, test_accessibility.py) ----
+# One definition for every module: a fixture imported into two test modules would be two
+# session fixtures, and Playwright's sync API cannot start a second time in one process.
+
+# Chapter 10's page, with its explorers' frames, took over 30 s to settle on a 2-core machine
+# busy with a second test worker; a page that never loads still fails, later.
+PAGE_TIMEOUT_MS = 120_000
+# The flags that let Debian's chromium run headless on a closed network.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass
+
+
+@pytest.fixture(scope="session")
+def built_site(book_build) -> Path:
+    """The site of the session's strict build (conftest.py), which must pass without a warning."""
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # pictures of this build only
+    SCREENSHOTS.mkdir(parents=True)
+    (SCREENSHOTS / "build.log").write_text(book_build.log, encoding="utf-8")
+    tail = "\n".join(book_build.log.splitlines()[-40:])
+    assert book_build.returncode == 0, (
+        f"{' '.join(book_build.command)} exited {book_build.returncode}:\n{tail}")
+    assert not book_build.warnings(), "the build warned:\n" + "\n".join(book_build.warnings())
+    html = book_build.html
+    assert (html / "index.html").exists(), f"no index.html in {html}"
+    print(f"site built in {book_build.seconds:.0f} s")
+    return html
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site):
+    """http://127.0.0.1:<free port>/ serving the built site from a background thread."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def report():
+    """What the browser saw, written to _build/screenshots/report.json after every page."""
+    data = {"pages": {}, "sliders_moved": 0, "quizzes_answered": 0, "requests_seen": 0,
+            "foreign_requests": [], "console_errors": []}
+    yield data
+    write_report(data)
+
+
+def write_report(data: dict) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "report.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def playwright_api():
+    """Playwright's sync API, started once per process: it cannot run twice at a time, so every
+    test that drives chromium (the site's pages, tests/test_explorer_access.py) shares it."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: python -m pip install -r requirements.txt", pytrace=False)
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def browser_context(chromium, site_url, tmp_path_factory, playwright_api):
+    """Chromium, headless, with a new empty profile; anything not on 127.0.0.1 is refused."""
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    context = playwright_api.chromium.launch_persistent_context(
+        str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
+        viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]|data:|blob:)"),
+                  lambda route: route.abort("blockedbyclient"))
+    yield context
+    context.close()
+
+

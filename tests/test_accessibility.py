@@ -23,7 +23,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from test_site import built_site  # noqa: F401 - the session's site build, shared with the browser test
 
 pytestmark = pytest.mark.slow
 
@@ -108,7 +107,7 @@ def test_raw_tex_check_finds_untypeset_math():
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_every_picture_says_what_it_shows(page, built_site):  # noqa: F811 - the imported fixture
+def test_every_picture_says_what_it_shows(page, built_site):
     images = images_of(built_site / f"{page}.html")
     problems = [f"{src}: {problem}" for alt, src, in_article in images
                 if (problem := alt_problem(alt, in_article))]
@@ -116,7 +115,7 @@ def test_every_picture_says_what_it_shows(page, built_site):  # noqa: F811 - the
 
 
 @pytest.fixture(scope="module")
-def pdfs(built_site, chromium):  # noqa: F811 - the imported fixture; chromium printed them
+def pdfs(built_site, chromium):  # chromium printed them
     """Size and page count of every PDF of the build, also written to _build/pdf-review/pdfs.json."""
     folder = built_site / make_pdfs.PDF_FOLDER
     assert folder.is_dir(), f"the build made no {make_pdfs.PDF_FOLDER}/ folder (book/_ext/pdf_export.py)"
@@ -132,7 +131,7 @@ def test_there_is_a_pdf_for_each_chapter_and_for_the_book(pdfs):
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_chapter_pdf(page, built_site, pdfs):  # noqa: F811 - the imported fixture
+def test_chapter_pdf(page, built_site, pdfs):
     import pypdfium2 as pdfium
 
     page_html = built_site / f"{page}.html"
@@ -154,7 +153,7 @@ def test_chapter_pdf(page, built_site, pdfs):  # noqa: F811 - the imported fixtu
     assert f'pdf/{pdf.name}"' in links[0] and f'pdf/{make_pdfs.BOOK_PDF}"' in links[0], links[0]
 
 
-def test_book_pdf_is_every_page_in_order(built_site, pdfs):  # noqa: F811 - the imported fixture
+def test_book_pdf_is_every_page_in_order(built_site, pdfs):
     """The book opens with the chapters, in the order of _toc.yml, page for page as their own
     PDFs; the other pages of the table of contents (course, reference) follow."""
     import pypdfium2 as pdfium
@@ -172,7 +171,7 @@ def test_book_pdf_is_every_page_in_order(built_site, pdfs):  # noqa: F811 - the 
     assert not any(RAW_TEX.search(pdf_text(book, number)) for number in range(len(book)))
 
 
-def test_review_images_of_two_pdfs(built_site, pdfs):  # noqa: F811 - the imported fixture
+def test_review_images_of_two_pdfs(built_site, pdfs):
     for old in REVIEW.glob("*.png"):
         old.unlink()
     for name in make_pdfs.REVIEW_PDFS:

@@ -1,6 +1,9 @@
 """The Colab editions (book/colab/) read like the website and run top to bottom on a
 Colab-like runtime, with no repository and no network.
 
+The runtime is Colab's published stack (STACK below), except for Python (3.11 here, 3.13 on
+Colab) and torch (2.13.0 here, 2.11.0+cpu on Colab): see the comment at STACK.
+
 The fast tests read the committed notebooks: in sync with their sources, no MyST left in
 the Markdown, quizzes and solutions folded, none at all in the student build.
 
@@ -38,13 +41,17 @@ import sync_notebooks  # noqa: E402
 NOTEBOOKS = sorted(colab_notebooks.COLAB.glob("*.ipynb"))
 IDS = [path.stem for path in NOTEBOOKS]
 
-# Colab's runtime as of late 2026 (the versions it preinstalls); torch first, so that
-# nothing after it can pull a different build.
+# Colab's runtime as published in googlecolab/backend-info on 2026-08-19 (the versions it
+# preinstalls), with two differences forced by this machine: Colab runs Python 3.13.15 and
+# torch 2.11.0+cpu, while here the runtime is Python 3.11 (the only Python these machines
+# have) and torch 2.13.0 (the only CPU wheel on this disk). The package's own code is kept
+# free of anything 3.13 removed (tests/test_python313.py). Torch first, so that nothing after
+# it can pull a different build.
 PIP = "pip==24.1.2"
 TORCH = "torch==2.13.0"
-STACK = ("numpy==2.0.2", "scipy==1.16.3", "matplotlib==3.10.0", "ipywidgets==7.7.1",
-         "ipykernel==6.17.1", "ipython==7.34.0", "numba==0.60.0", "llvmlite==0.43.0",
-         "pandas==2.2.2")
+STACK = ("numpy==2.1.3", "scipy==1.16.3", "matplotlib==3.10.0", "pandas==2.2.3",
+         "numba==0.61.2", "llvmlite==0.44.0", "ipywidgets==7.7.1", "anywidget==0.9.21",
+         "ipykernel==6.17.1", "ipython==7.34.0", "jupyter_client==7.4.9", "nbformat==5.11.1")
 PYTHON = "3.11"
 
 MYST = {"{glue": r"\{glue", "{ref}": r"\{ref\}", "{eq}": r"\{eq\}", "{cite": r"\{cite",

@@ -9,8 +9,9 @@ test session where it is missing, or the one ``LATTN_CHROMIUM`` names. Each page
   request, no console error and no uncaught exception;
 - have its math typeset by the site's own MathJax: no raw TeX (or raw Markdown table) left
   outside code;
-- show every picture, and have every slider of every static explorer change its picture
-  and its value label when moved with the keyboard; every concept check must answer a click;
+- show every picture, and have every slider of every static explorer change its picture,
+  its value label and the picture's description (alt text, read out by a live region) when
+  moved with the keyboard; every concept check must answer a click;
 - link its Colab button to the chapter's Colab edition (``book/colab/``), committed here;
 - have internal links that resolve to files (and anchors) of the build.
 
@@ -26,99 +27,25 @@ the system chromium through ``executable_path``. It never downloads a browser he
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import re
-import shutil
 import subprocess
-import threading
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 import yaml
 
+from conftest import PAGE_TIMEOUT_MS, SCREENSHOTS, write_report as _write_report
+
 pytestmark = pytest.mark.slow
-# Chapter 10's page, with its explorers' frames, took over 30 s to settle on a 2-core machine
-# busy with a second test worker; a page that never loads still fails, later.
-PAGE_TIMEOUT_MS = 120_000
 
 ROOT = Path(__file__).resolve().parent.parent
-# The flags that let Debian's chromium run headless on a closed network.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 TOC_PAGES = [TOC["root"]] + [chapter["file"] for part in TOC["parts"] for chapter in part["chapters"]]
 PAGES = [f"{page}.html" for page in TOC_PAGES] + ["search.html", "genindex.html"]
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
-        pass
-
-
-@pytest.fixture(scope="session")
-def built_site(book_build) -> Path:
-    """The site of the session's strict build (conftest.py), which must pass without a warning."""
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # pictures of this build only
-    SCREENSHOTS.mkdir(parents=True)
-    (SCREENSHOTS / "build.log").write_text(book_build.log, encoding="utf-8")
-    tail = "\n".join(book_build.log.splitlines()[-40:])
-    assert book_build.returncode == 0, (
-        f"{' '.join(book_build.command)} exited {book_build.returncode}:\n{tail}")
-    assert not book_build.warnings(), "the build warned:\n" + "\n".join(book_build.warnings())
-    html = book_build.html
-    assert (html / "index.html").exists(), f"no index.html in {html}"
-    print(f"site built in {book_build.seconds:.0f} s")
-    return html
-
-
-@pytest.fixture(scope="session")
-def site_url(built_site):
-    """http://127.0.0.1:<free port>/ serving the built site from a background thread."""
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="session")
-def report():
-    """What the browser saw, written to _build/screenshots/report.json after every page."""
-    data = {"pages": {}, "sliders_moved": 0, "quizzes_answered": 0, "requests_seen": 0,
-            "foreign_requests": [], "console_errors": []}
-    yield data
-    _write_report(data)
-
-
-def _write_report(data: dict) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    (SCREENSHOTS / "report.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-
-
-@pytest.fixture(scope="session")
-def browser_context(chromium, site_url, tmp_path_factory):
-    """Chromium, headless, with a new empty profile; anything not on 127.0.0.1 is refused."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("playwright is not installed: python -m pip install -r requirements.txt", pytrace=False)
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900}, service_workers="block")
-        context.set_default_timeout(PAGE_TIMEOUT_MS)
-        context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]|data:|blob:)"),
-                      lambda route: route.abort("blockedbyclient"))
-        yield context
-        context.close()
 
 
 def _origin(url: str) -> str:
@@ -233,6 +160,7 @@ def _move_sliders(page) -> tuple[list[str], list[dict]]:
             label = explorer.locator(f'output[data-output="{position}"]')
             start_value = slider.input_value()
             start_src, start_label = image.get_attribute("src"), label.text_content()
+            start_alt = image.get_attribute("alt")
             low, high = int(slider.get_attribute("min")), int(slider.get_attribute("max"))
             key = "ArrowLeft" if int(start_value) == high else "ArrowRight"
             slider.scroll_into_view_if_needed()
@@ -243,6 +171,7 @@ def _move_sliders(page) -> tuple[list[str], list[dict]]:
                     src_changed = True
                     break
             value, new_label = slider.input_value(), label.text_content()
+            said = explorer.locator("[aria-live]").text_content()
             picture_ok = image.evaluate("img => img.decode().then(() => img.naturalWidth > 0, () => false)")
             record = {"explorer": name, "slider": slider.get_attribute("aria-label"), "from": start_label,
                       "to": new_label, "key_presses": steps, "picture_changed": src_changed}
@@ -253,6 +182,9 @@ def _move_sliders(page) -> tuple[list[str], list[dict]]:
                 problems.append(f"{name}/{record['slider']}: picture unchanged after {steps} moves")
             if new_label == start_label:
                 problems.append(f"{name}/{record['slider']}: value label stayed {start_label!r}")
+            if said != image.get_attribute("alt") or said == start_alt:
+                problems.append(f"{name}/{record['slider']}: the live region read {said!r}, "
+                                f"not the new picture's description")
             if not picture_ok:
                 problems.append(f"{name}/{record['slider']}: new picture does not decode")
             back = "ArrowRight" if key == "ArrowLeft" else "ArrowLeft"

@@ -222,6 +222,11 @@ def figure_axes(fig: Figure | None, figsize: tuple[float, float], columns: int =
     return fig, list(fig.axes)
 
 
+def _json_for_script(value: Any) -> str:
+    """``value`` as JSON that cannot end the <script> element holding it (a "</" in a string)."""
+    return json.dumps(value).replace("</", "<\\/")
+
+
 def message_figure(text: str) -> Figure:
     """A small figure that says why nothing else can be drawn."""
     fig = Figure(figsize=(6, 1.2))
@@ -278,22 +283,38 @@ class Explorer:
 
     def frames(self) -> dict[str, bytes]:
         """PNG bytes for every grid point, keyed by the control indices joined with '-'."""
+        return {key: png for key, (png, _) in self._drawn_grid().items()}
+
+    def describe(self, reason: str | None = None, **settings: Any) -> str:
+        """In words, the picture for ``settings`` (every control given): the explorer's title
+        and each control's value, or why the setting cannot be drawn (``reason``). The static
+        page uses it as the picture's alt text and reads it out when a control moves."""
+        values = "; ".join(f"{self.labels.get(n, n)}: {settings[n]}" for n in self.controls)
+        said = f"{self.title}, {values}."
+        return f"{said} Not drawn: {reason}" if reason else said
+
+    def _drawn_grid(self) -> dict[str, tuple[bytes, str]]:
+        """(PNG bytes, description) for every grid point, keyed like ``frames``."""
         names = list(self.controls)
-        frames = {}
+        drawn = {}
         for indices in itertools.product(*(range(len(self.controls[n])) for n in names)):
             values = {n: self.controls[n][i] for n, i in zip(names, indices)}
+            reason = None
             try:
                 fig = self.render(**values)
-            except ImpossibleSetting as reason:
-                fig = message_figure(str(reason))
-            frames["-".join(map(str, indices))] = figure_png(fig)
-        return frames
+            except ImpossibleSetting as impossible:
+                reason = str(impossible)
+                fig = message_figure(reason)
+            drawn["-".join(map(str, indices))] = (figure_png(fig), self.describe(reason, **self.settings(**values)))
+        return drawn
 
     def static_html(self) -> str:
         """Self-contained HTML: all frames as data URIs, a range input per control, inline JS."""
         names = list(self.controls)
         uid = f"lattn-{self.name}-{id(self):x}"
-        frames = {key: base64.b64encode(png).decode("ascii") for key, png in self.frames().items()}
+        drawn = self._drawn_grid()
+        frames = {key: base64.b64encode(png).decode("ascii") for key, (png, _) in drawn.items()}
+        descriptions = {key: said for key, (_, said) in drawn.items()}
         start = [self.controls[n].index(self.defaults[n]) for n in names]
         rows = []
         for position, n in enumerate(names):
@@ -306,22 +327,30 @@ class Explorer:
                 f'<output data-output="{position}">{html.escape(options[start[position]])}</output>'
                 f'</label>')
         first = "-".join(map(str, start))
-        options_js = json.dumps([[str(v) for v in self.controls[n]] for n in names])
+        options_js = [[str(v) for v in self.controls[n]] for n in names]
+        # The picture's description is its alt text, and a polite live region repeats it when
+        # a control moves, so that a screen reader says what the new picture shows.
         return f"""<div class="lattn-explorer" id="{uid}" data-explorer="{self.name}">
 <div style="font-weight:600;margin-bottom:.3em">{html.escape(self.title)}</div>
 {''.join(rows)}
-<img alt="{html.escape(self.title)}" style="max-width:100%;background:white"
+<img alt="{html.escape(descriptions[first])}" style="max-width:100%;background:white"
      src="data:image/png;base64,{frames[first]}">
+<p class="lattn-explorer-said" aria-live="polite" style="position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;margin:0"></p>
 <script type="application/json" class="lattn-frames">{json.dumps(frames)}</script>
+<script type="application/json" class="lattn-descriptions">{_json_for_script(descriptions)}</script>
 <script>
 (function () {{
   var root = document.getElementById("{uid}");
   var frames = JSON.parse(root.querySelector(".lattn-frames").textContent);
-  var options = {options_js};
+  var descriptions = JSON.parse(root.querySelector(".lattn-descriptions").textContent);
+  var options = {_json_for_script(options_js)};
   var inputs = root.querySelectorAll("input[data-control]");
   function show() {{
     var key = Array.prototype.map.call(inputs, function (input) {{ return input.value; }}).join("-");
-    root.querySelector("img").src = "data:image/png;base64," + frames[key];
+    var image = root.querySelector("img");
+    image.src = "data:image/png;base64," + frames[key];
+    image.alt = descriptions[key];
+    root.querySelector(".lattn-explorer-said").textContent = descriptions[key];
     inputs.forEach(function (input, i) {{
       root.querySelector('output[data-output="' + i + '"]').textContent = options[i][input.value];
     }});
