@@ -104,13 +104,18 @@ def describe(violations: list[dict], where: str) -> list[str]:
     return lines
 
 
+def _recorded(path):
+    """A dict the tests fill, written to ``path`` as JSON once the module's tests are done."""
+    found: dict = {}
+    yield found
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def axe_report():
     """Every violation found, by page and mode, written to _build/axe/report.json."""
-    found: dict = {}
-    yield found
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+    yield from _recorded(REPORT)
 
 
 @pytest.mark.parametrize("page_path", PAGES)
@@ -130,10 +135,7 @@ def test_axe_finds_no_serious_violation(page_path, browser_context, site_url, ax
 @pytest.fixture(scope="module")
 def phone_widths():
     """Each page's width in a 390 px window, written to _build/axe/phone-widths.json."""
-    widths: dict = {}
-    yield widths
-    PHONE_REPORT.parent.mkdir(parents=True, exist_ok=True)
-    PHONE_REPORT.write_text(json.dumps(widths, indent=1) + "\n", encoding="utf-8")
+    yield from _recorded(PHONE_REPORT)
 
 
 @pytest.mark.parametrize("page_path", PAGES)

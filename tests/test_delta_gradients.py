@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
-from conftest import assert_close
+from conftest import assert_close, central_differences
 
 VJP_FORMS = ("recurrent", "chunkwise")
 NAMES = ("dq", "dk", "dv", "dbeta", "dlog_decay")
@@ -34,18 +34,8 @@ def loss(q, k, v, beta, g, grad_o, scale):
 
 def finite_differences(q, k, v, beta, g, grad_o, scale, step=1e-6):
     args = [q, k, v, beta] + ([] if g is None else [g])
-    grads = []
-    for position, arg in enumerate(args):
-        grad = np.zeros_like(arg)
-        for index in np.ndindex(arg.shape):
-            bumped = []
-            for sign in (1, -1):
-                moved = [a.copy() for a in args]
-                moved[position][index] += sign * step
-                bumped.append(loss(*moved[:4], moved[4] if g is not None else None, grad_o, scale))
-            grad[index] = (bumped[0] - bumped[1]) / (2 * step)
-        grads.append(grad)
-    return grads
+    return central_differences(
+        lambda *a: loss(*a[:4], a[4] if g is not None else None, grad_o, scale), args, step)
 
 
 @pytest.mark.parametrize("gated", [False, True], ids=["deltanet", "gated"])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
-from conftest import assert_close
+from conftest import assert_close, central_differences
 
 DECAYS = ("none", "scalar", "vector")
 VJP_FORMS = ("recurrent", "chunkwise")
@@ -29,18 +29,8 @@ def loss(q, k, v, g, grad_o, scale=None):
 def finite_differences(q, k, v, g, grad_o, scale=None, step=1e-6):
     """Central differences of ``loss`` for every entry of q, k, v (and g): exact to ~1e-9 here."""
     args = [q, k, v] + ([] if g is None else [g])
-    grads = []
-    for position, arg in enumerate(args):
-        grad = np.zeros_like(arg)
-        for index in np.ndindex(arg.shape):
-            bumped = []
-            for sign in (1, -1):
-                moved = [a.copy() for a in args]
-                moved[position][index] += sign * step
-                bumped.append(loss(*moved[:3], moved[3] if g is not None else None, grad_o, scale))
-            grad[index] = (bumped[0] - bumped[1]) / (2 * step)
-        grads.append(grad)
-    return grads
+    return central_differences(
+        lambda *a: loss(*a[:3], a[3] if g is not None else None, grad_o, scale), args, step)
 
 
 @pytest.mark.parametrize("decay", DECAYS)

@@ -69,6 +69,23 @@ def assert_matches(got: Any, expected: Any, rtol: float, what: str, context: str
             f"{error.max():.3g}, allowed {rtol * scale:.3g})")
 
 
+def call_answer(answer: Callable[..., Any], case: dict[str, Any]) -> Any:
+    """``answer(**case)``; a student's exception or a missing return becomes ExerciseFailed
+    naming the input (an unfinished stub's NotImplementedError passes through)."""
+    name = getattr(answer, "__name__", "your function")
+    try:
+        got = answer(**case)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # a student's bug: report it, never crash the checker
+        raise ExerciseFailed(f"{name} raised {type(error).__name__}: {error} "
+                             f"for input {describe_case(case)}") from None
+    if got is None:
+        raise ExerciseFailed(f"{name} returned None for input {describe_case(case)}: "
+                             "did you forget the return statement?")
+    return got
+
+
 def check_function(answer: Any, reference: Callable[..., Any], cases: list[dict[str, Any]],
                    rtol: float = 1e-6, outputs: int = 1) -> None:
     """Call ``answer(**case)`` and ``reference(**case)`` on every case and compare.
@@ -83,16 +100,8 @@ def check_function(answer: Any, reference: Callable[..., Any], cases: list[dict[
         # .copy() keeps an input's array subclass (a checker may hand over guarded arrays)
         expected = reference(**{k: np.asarray(v).copy() if isinstance(v, np.ndarray) else v
                                 for k, v in case.items()})
-        try:
-            got = answer(**{k: v.copy() if isinstance(v, np.ndarray) else v for k, v in case.items()})
-        except NotImplementedError:
-            raise
-        except Exception as error:  # a student's bug: report it, never crash the checker
-            raise ExerciseFailed(f"{name} raised {type(error).__name__}: {error} "
-                                 f"for input {describe_case(case)}") from None
-        if got is None:
-            raise ExerciseFailed(f"{name} returned None for input {describe_case(case)}: "
-                                 "did you forget the return statement?")
+        got = call_answer(answer, {k: v.copy() if isinstance(v, np.ndarray) else v
+                                   for k, v in case.items()})
         if outputs == 1:
             assert_matches(got, expected, rtol, name, describe_case(case))
             continue

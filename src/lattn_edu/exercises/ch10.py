@@ -16,7 +16,7 @@ import numpy as np
 import lattn_edu as la
 
 from .base import (Exercise, ExerciseFailed, _as_array, assert_matches, check_function,
-                   describe_case, value_exercise)
+                   call_answer, value_exercise)
 
 
 def _unit(x):
@@ -76,16 +76,7 @@ def solution_mean_steps(n):
 def _mean_steps_reads(answer, n, keys, values):
     """The reads Sᵀk after each write with the answer's step sizes, or ExerciseFailed saying why not."""
     name = getattr(answer, "__name__", "your function")
-    try:
-        beta = answer(n=n)
-    except NotImplementedError:
-        raise
-    except Exception as error:  # a student's bug: report it, never crash the checker
-        raise ExerciseFailed(f"{name} raised {type(error).__name__}: {error} "
-                             f"for input {describe_case({'n': n})}") from None
-    if beta is None:
-        raise ExerciseFailed(f"{name} returned None for n = {n}: did you forget the return statement?")
-    beta = np.asarray(beta, dtype=np.float64)
+    beta = np.asarray(call_answer(answer, {"n": n}), dtype=np.float64)
     if beta.shape != (n,):
         raise ExerciseFailed(f"{name} returned shape {list(beta.shape)} for n = {n}; expected [{n}]")
     try:
