@@ -32,7 +32,9 @@ def _max_over(x: Any, axes: tuple[int, ...]) -> Any:
 class StabilisedFeatures(NamedTuple):
     """Features of a positive map in units that keep them in range (see :func:`stabilised_features`)."""
 
-    phi_q: Any  # φ(q_i)_r · u_ir / c_i  [..., N_q, m], in [0, 1], 1 at each query's largest term
+    # φ(q_i)_r · w_r / c_i  [..., N_q, m], w the keys' units (u_i, or the final unit when no
+    # decay is needed, which can exceed u_i): in [0, 1] when w = u_i, 1 at the largest term
+    phi_q: Any
     phi_k: Any  # φ(k_j)_r / u_jr  [..., N, m], in (0, 1]
     log_decay: Any  # log(u_{j-1,r} / u_jr) <= 0 [..., N, m] (causal), or None: the state's change of units
     log_scale: Any  # log u_r after the last key  [..., m]: the units of the state handed on
