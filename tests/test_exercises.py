@@ -254,16 +254,18 @@ def test_parallel_form_checker_refuses_the_n_by_n_order_through_einsum():
         exercises.CATALOG["ch03.parallel_form"].check(left_order)
 
 
-def test_taylor_work_ratio_says_linear_still_wins_at_4096():
+def test_taylor_work_ratio_is_softmax_over_the_right_order_and_says_it_still_wins_at_4096():
     m = 1 + 64 + 64 * 65 // 2
-    expected = 4096 * (64 + 128) / (2 * m * 128)
+    expected = 4096 * (64 + 128) / (2 * m * 128)  # softmax N²(d + d_v) over 2Nm·d_v
     first_cheaper = next(n for n in range(1, 10_000) if n * (64 + 128) > 2 * m * 128)
+    left_order = 4096 * (m + 128) / (2 * m * 128)  # N²(m + d_v): the left order's scores use m
+    first_below_left = next(n for n in range(1, 10_000) if n * (m + 128) > 2 * m * 128)
     exercise = exercises.CATALOG["ch03.work_ratio"]
     assert exercise.solution == pytest.approx([expected, first_cheaper])
     assert 1 < expected < 2 and first_cheaper == 2861
     exercise.check((round(expected, 3), first_cheaper))
     for wrong in (expected, (expected, first_cheaper - 1), (expected * 1.01, first_cheaper),
-                  (expected, first_cheaper, 0)):
+                  (expected, first_cheaper, 0), (left_order, first_below_left)):
         with pytest.raises(ExerciseFailed):
             exercise.check(wrong)
 

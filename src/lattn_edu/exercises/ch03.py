@@ -128,8 +128,8 @@ def _ratio_cases():
 
 
 def _taylor_work_ratio(n: int = 4096, d: int = 64, d_v: int = 128) -> np.ndarray:
-    """(left order over right order at n, first N from which the right order is cheaper)
-    with the second-order Taylor map (m = 1 + d + d(d+1)/2)."""
+    """(softmax attention over the right order at n, first N from which the right order is
+    cheaper than softmax attention) with the second-order Taylor map (m = 1 + d + d(d+1)/2)."""
     m = la.taylor_features(np.zeros((1, d))).shape[-1]
     ratio = la.attention_cost(n=n, d=d, d_v=d_v, m=m).compute_ratio
     first_cheaper = 2 * m * d_v // (d + d_v) + 1  # the ratio N(d + d_v)/(2 m d_v) exceeds 1
@@ -175,8 +175,8 @@ EXERCISES = [
                    "Derive: the entries of S and z with the Taylor map at d = d_v = 128, and the "
                    "smallest N whose N×N matrix is larger", _taylor_state_and_crossover()),
     Exercise("ch03.work_ratio",
-             "Predict: the work ratio with the Taylor map at N = 4096, d = 64, d_v = 128, and "
-             "the first N from which the right order is cheaper", "value",
+             "Predict: softmax over right-order work with the Taylor map at N = 4096, d = 64, "
+             "d_v = 128, and the first N from which the right order is cheaper", "value",
              _taylor_work_ratio(), _check_ratio_and_first_n),
     Exercise("ch03.work_ratio_formula",
              "Derive the work ratio of the causal forms, counting the pairs j <= i exactly", "code",
