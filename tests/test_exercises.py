@@ -535,3 +535,10 @@ def test_fourth_token_accepts_three_digit_decimals():
     exercises.CATALOG["ch05.fourth_token"].check(np.array([0.786, 2.429]))
     with pytest.raises(ExerciseFailed):
         exercises.CATALOG["ch05.fourth_token"].check(np.array([0.79, 2.43]) * 1.01)
+
+
+@pytest.mark.parametrize("answer", [(1081665, 1040), (1081665, 1042), (1081664, 1041)])
+def test_taylor_state_entries_refuses_an_off_by_one(answer):
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch03.state_entries"].check(np.array(answer))
+    exercises.CATALOG["ch03.state_entries"].check(np.array([1081665, 1041]))
