@@ -119,3 +119,25 @@ def test_largest_block_rank_is_reached_on_random_inputs(n, m, t):
 def test_block_rank_rejects_the_likely_slips(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
         exercises.CATALOG["ch07.block_rank"].check(np.array(wrong, dtype=float))
+
+
+@pytest.mark.parametrize("scale", [1e6, 1e7, 1e10, 1e16])
+def test_elu_limit_by_brute_force_at_one_large_scale_is_rejected(scale):
+    def brute_force(q, k):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return la.effective_attention_matrix(scale * q, k, feature_map="elu+1", eps=0.0)
+
+    with pytest.raises(ExerciseFailed):
+        exercises.CATALOG["ch07.elu_limit"].check(brute_force)
+
+
+def test_elu_limit_is_exact_on_the_scale_cases():
+    """The limit is scale-free per row, so rescaling every row to size 1 gives the same weights,
+    and at size 1 the package at s = 1e6 is already within 1e-5 of it."""
+    for case in ch07._scale_cases():
+        q, k = case["q"], case["k"]
+        unit = q / np.abs(q).max(1, keepdims=True)  # [N_q, d], each row's largest entry ±1
+        np.testing.assert_allclose(ch07.solution_elu_limit_weights(q, k),
+                                   ch07.solution_elu_limit_weights(unit, k), rtol=1e-12)
+        far = la.effective_attention_matrix(1e6 * unit, k, feature_map="elu+1", eps=0.0)
+        np.testing.assert_allclose(ch07.solution_elu_limit_weights(q, k), far, atol=1e-5)

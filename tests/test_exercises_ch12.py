@@ -44,8 +44,7 @@ def reverse_sum(per_step):
 
 
 def test_delta_log_decay_with_linear_attentions_identity_is_rejected():
-    def keys_not_values(q, k, v, beta, log_decay, grad_o):  # Σ_{i>=t} (q·dq − k·dk), chapter 12's GLA rule
-        dq, dk, _, _, _ = la.delta_rule_vjp(q, k, v, beta, grad_o, log_decay, scale=1.0)
+    def keys_not_values(q, k, v, dq, dk, dv):  # Σ_{i>=t} (q·dq − k·dk), chapter 12's GLA rule
         return reverse_sum((q * dq).sum(1) - (k * dk).sum(1))
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
@@ -53,8 +52,7 @@ def test_delta_log_decay_with_linear_attentions_identity_is_rejected():
 
 
 def test_delta_log_decay_as_a_forward_sum_is_rejected():
-    def forward_sum(q, k, v, beta, log_decay, grad_o):
-        dq, _, dv, _, _ = la.delta_rule_vjp(q, k, v, beta, grad_o, log_decay, scale=1.0)
+    def forward_sum(q, k, v, dq, dk, dv):
         return np.cumsum((q * dq).sum(1) - (v * dv).sum(1))
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
@@ -69,7 +67,8 @@ def test_delta_log_decay_identity_matches_autograd():
     out = la.delta_rule(*(leaves[n] for n in ("q", "k", "v", "beta", "log_decay")), scale=1.0,
                         backend="torch", form="recurrent")
     out.backward(leaves["grad_o"])
-    np.testing.assert_allclose(ch12.solution_delta_log_decay(**case), leaves["log_decay"].grad.numpy(),
+    np.testing.assert_allclose(ch12.solution_delta_log_decay(**ch12.delta_backward_inputs(**case)),
+                               leaves["log_decay"].grad.numpy(),
                                rtol=1e-9, atol=1e-12)
 
 
@@ -79,14 +78,26 @@ def test_delta_log_decay_reference_is_independent_of_the_packages_backward(monke
         raise AssertionError("the reference called delta_rule_vjp")
 
     case = ch12._delta_cases(10)[1]
-    expected = ch12.solution_delta_log_decay(**case)
+    expected = ch12.solution_delta_log_decay(**ch12.delta_backward_inputs(**case))
     monkeypatch.setattr(la, "delta_rule_vjp", refuse)
     np.testing.assert_allclose(ch12.measured_delta_log_decay(**case), expected, rtol=1e-6, atol=1e-8)
 
 
+def test_delta_log_decay_answer_gets_no_route_to_the_packages_dg():
+    """The answer receives q, k, v, dq, dk, dv only: beta, log_decay and dO stay with the checker."""
+    seen = {}
+
+    def record(**arguments):
+        seen.update(arguments)
+        return ch12.solution_delta_log_decay(**arguments)
+
+    exercises.CATALOG["ch12.delta_log_decay"].check(record)
+    assert set(seen) == {"q", "k", "v", "dq", "dk", "dv"}
+
+
 def test_delta_log_decay_off_by_a_small_factor_is_rejected():
-    def slightly_off(q, k, v, beta, log_decay, grad_o):
-        return 1.0001 * ch12.solution_delta_log_decay(q, k, v, beta, log_decay, grad_o)
+    def slightly_off(q, k, v, dq, dk, dv):
+        return 1.0001 * ch12.solution_delta_log_decay(q, k, v, dq, dk, dv)
 
     with pytest.raises(ExerciseFailed, match="wrong value"):
         exercises.CATALOG["ch12.delta_log_decay"].check(slightly_off)

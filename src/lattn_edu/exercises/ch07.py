@@ -89,8 +89,22 @@ def _limit_cases():
             {"q": q32, "k": k32}, {"q": q[:1], "k": k[:1]}]  # N = 1: the weight is 1
 
 
+def _scale_cases():
+    """Queries no single large s brings near the limit, while the closed form is exact on them.
+
+    Rows at scale 1e-9 need s·q ≫ 1/rtol (s ≳ 1e15) before φ(s q) ≈ s max(q, 0); the row at
+    scale 1e300 overflows φ(s q) to inf once s ≳ 1e8. The closed form is scale-free per row.
+    """
+    rng = np.random.default_rng(74)
+    q = rng.standard_normal((5, 4))
+    q[:, 0] = np.abs(q[:, 0]) + 0.1  # every query has a positive coordinate
+    q[:4] *= 1e-9
+    q[4] *= 1e300
+    return [{"q": q, "k": rng.standard_normal((8, 4))}]
+
+
 def _check_elu_limit(answer):
-    check_function(answer, solution_elu_limit_weights, _limit_cases(), rtol=1e-5)
+    check_function(answer, solution_elu_limit_weights, _limit_cases() + _scale_cases(), rtol=1e-5)
 
 
 def largest_block_rank(n, m, t):

@@ -52,13 +52,12 @@ def _check_initial_state_gradient(answer):
     check_function(answer, measured_initial_state_gradient, _segment_cases(120), rtol=1e-8)
 
 
-def solution_delta_log_decay(q, k, v, beta, log_decay, grad_o):
+def solution_delta_log_decay(q, k, v, dq, dk, dv):
     """dg_t = Σ_{i>=t} (q_i·dq_i − v_i·dv_i) (scale 1): the decay moves onto q and v, not k.
 
     With S̃_t = exp(−ḡ_t) S_t the recurrence loses its decay, v_t becomes exp(−ḡ_t) v_t and
     q_t becomes exp(ḡ_t) q_t; k_t and β_t are untouched, since I − β_t k_t k_tᵀ is linear in S.
     """
-    dq, _, dv, _, _ = la.delta_rule_vjp(q, k, v, beta, grad_o, log_decay, scale=1.0)
     per_step = (q * dq).sum(1) - (v * dv).sum(1)  # ∂ℓ/∂ḡ_t  [N]
     return np.cumsum(per_step[::-1])[::-1]
 
@@ -88,8 +87,16 @@ def measured_delta_log_decay(q, k, v, beta, log_decay, grad_o, step=1e-6):
     return grad
 
 
+def delta_backward_inputs(q, k, v, beta, log_decay, grad_o):
+    """The answer's arguments: q, k, v and the backward's dq, dk, dv (never dg itself)."""
+    dq, dk, dv, _, _ = la.delta_rule_vjp(q, k, v, beta, grad_o, log_decay, scale=1.0)
+    return {"q": q, "k": k, "v": v, "dq": dq, "dk": dk, "dv": dv}
+
+
 def _check_delta_log_decay(answer):
-    check_function(answer, measured_delta_log_decay, _delta_cases(121), rtol=1e-6)
+    for case in _delta_cases(121):
+        measured = measured_delta_log_decay(**case)  # from the forward alone
+        check_function(answer, lambda **_: measured, [delta_backward_inputs(**case)], rtol=1e-6)
 
 
 def solution_ut_backward(k, beta, d_t):
