@@ -85,8 +85,10 @@ def explorer_settings(explorer) -> list[dict]:
 def test_the_check_refuses_matplotlib_default_colours():
     assert not allowed_colour("tab:blue") and not allowed_colour("red")
     assert allowed_colour(PALETTE["blue"]) and allowed_colour((0.6, 0.6, 0.6)) and allowed_colour("k")
-    fig = matplotlib.figure.Figure()
-    fig.add_subplot().plot([0, 1], [1, 0])  # matplotlib's default cycle: tab:blue
+    # matplotlib's own default cycle (tab:blue first), whatever style another test set
+    with matplotlib.rc_context({"axes.prop_cycle": matplotlib.rcParamsDefault["axes.prop_cycle"]}):
+        fig = matplotlib.figure.Figure()
+        fig.add_subplot().plot([0, 1], [1, 0])
     colours, _ = figure_colours(fig)
     assert not all(allowed_colour(c) for c in colours)
 
