@@ -231,15 +231,9 @@ def _stabilised_start(initial_state: Any, log_k: Any, v: Any) -> tuple[Any, Any]
     re-measured by :func:`~lattn_edu.feature_maps.stabilised_state`."""
     if initial_state is None:
         return None, None
-    if not isinstance(initial_state, (tuple, list)) or len(initial_state) not in (2, 3):
-        raise TypeError("initial_state must be a pair (S, z) or a triple (S, z, log_scale) with "
-                        f"S [..., m, d_v], z and log_scale [..., m]; got {type(initial_state).__name__}")
-    lead, m = tuple(log_k.shape[:-2]), log_k.shape[-1]
-    s = check_state_part(initial_state[0], "initial_state S", v, lead + (m, v.shape[-1]), "[..., m, d_v]")
-    z = check_state_part(initial_state[1], "initial_state z", v, lead + (m,), "[..., m]")
+    s, z, log_scale = _state_parts(initial_state, log_k, v, with_scale=True)
     xp = array_namespace(v)
-    log_scale = (check_state_part(initial_state[2], "initial_state log_scale", v, lead + (m,), "[..., m]")
-                 if len(initial_state) == 3 else xp.zeros_like(z))
+    log_scale = xp.zeros_like(z) if log_scale is None else log_scale
     check_positive_state(s, z, "initial_state")
     s, z, units = stabilised_state(s, z, log_scale, log_k[..., 0, :])
     return xp.concatenate([s, z[..., None]], -1), units
@@ -249,13 +243,24 @@ def _joined_state(initial_state: Any, phi_k: Any, v: Any) -> Any:
     """[S | z] [..., m, d_v + 1] from a caller's pair (S [..., m, d_v], z [..., m]); None passes."""
     if initial_state is None:
         return None
-    if not isinstance(initial_state, (tuple, list)) or len(initial_state) != 2:
-        raise TypeError("initial_state must be a pair (S, z) with S [..., m, d_v] and z [..., m]; "
-                        f"got {type(initial_state).__name__}")
-    lead, m = tuple(phi_k.shape[:-2]), phi_k.shape[-1]
+    s, z, _ = _state_parts(initial_state, phi_k, v, with_scale=False)
+    return array_namespace(s).concatenate([s, z[..., None]], -1)
+
+
+def _state_parts(initial_state: Any, keys: Any, v: Any, with_scale: bool) -> tuple[Any, Any, Any]:
+    """The checked (S, z, log_scale or None) of a caller's pair, or triple when ``with_scale``;
+    ``keys`` [..., N, m] gives the leading axes and m."""
+    sizes = (2, 3) if with_scale else (2,)
+    if not isinstance(initial_state, (tuple, list)) or len(initial_state) not in sizes:
+        wanted = ("a pair (S, z) or a triple (S, z, log_scale) with S [..., m, d_v], z and "
+                  "log_scale [..., m]") if with_scale else "a pair (S, z) with S [..., m, d_v] and z [..., m]"
+        raise TypeError(f"initial_state must be {wanted}; got {type(initial_state).__name__}")
+    lead, m = tuple(keys.shape[:-2]), keys.shape[-1]
     s = check_state_part(initial_state[0], "initial_state S", v, lead + (m, v.shape[-1]), "[..., m, d_v]")
     z = check_state_part(initial_state[1], "initial_state z", v, lead + (m,), "[..., m]")
-    return array_namespace(s).concatenate([s, z[..., None]], -1)
+    log_scale = (check_state_part(initial_state[2], "initial_state log_scale", v, lead + (m,), "[..., m]")
+                 if len(initial_state) == 3 else None)
+    return s, z, log_scale
 
 
 def _check_output(out: Any, feature_map: Any, eps: float) -> None:
