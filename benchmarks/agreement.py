@@ -17,13 +17,8 @@ from pathlib import Path
 import numpy as np
 
 import lattn_edu as la
+from lattn_edu.compare import relative_error
 from lattn_edu.linear import FORMS
-
-
-def relative_error(actual, expected) -> float:
-    actual = actual.detach().cpu().numpy() if hasattr(actual, "detach") else actual
-    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
-    return float(np.linalg.norm(actual - expected) / np.linalg.norm(expected))
 
 
 def worst_errors(seed: int = 0) -> list[dict]:

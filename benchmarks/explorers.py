@@ -34,7 +34,7 @@ import matplotlib
 import numpy as np
 
 from lattn_edu import explorers
-from lattn_edu.book import machine_summary
+from lattn_edu.machine import machine_summary
 from lattn_edu.explorers.base import LIVE_DPI, ImpossibleSetting
 
 RUNS = 30

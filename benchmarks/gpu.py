@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 import lattn_edu as la
+from lattn_edu.compare import relative_error
 from lattn_edu import records
 from lattn_edu.backends import torch_backend
 from lattn_edu.bench import peers
@@ -88,7 +89,7 @@ def check_correctness(device: str, n: int = 200, d: int = 32) -> list[dict]:
             with torch.inference_mode():
                 got = fn(q, k, v).float().cpu().numpy().astype(np.float64)
             want = reference[family]
-            error = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+            error = relative_error(got.reshape(want.shape), want)
             rows.append({"method": name, "dtype": dtype_name, "n": n, "d": d, "relative_error": error,
                          "ok": bool(error <= TOLERANCE[dtype_name])})
     return rows

@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 import lattn_edu as la  # noqa: E402
 from lattn_edu import records  # noqa: E402
-from lattn_edu.book import machine_summary  # noqa: E402
+from lattn_edu.machine import machine_summary  # noqa: E402
 from lattn_edu.timing import measure  # noqa: E402
 
 DIMS = (32, 64, 128)

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from lattn_edu import book, machine
+from lattn_edu import machine
 
 
 def test_the_description_is_json_ready_and_names_the_libraries():
@@ -36,7 +36,6 @@ def test_the_summary_is_derived_from_the_description():
     info = {**machine.machine_info(), "cores": 7, "machine": "riscv64", "python": "3.99.1"}
     info["versions"] = {**info["versions"], "numpy": "9.8.7"}
     assert machine.machine_summary(info) == "7 CPU cores, riscv64, Python 3.99.1, numpy 9.8.7"
-    assert book.machine_summary is machine.machine_summary
     assert machine.machine_summary().startswith(f"{machine.usable_cores()} CPU cores, ")
 
 

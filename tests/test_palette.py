@@ -1,4 +1,4 @@
-"""Every plot draws its colours from Okabe & Ito's palette (lattn_edu.book.PALETTE), whose
+"""Every plot draws its colours from Okabe & Ito's palette (lattn_edu.style.PALETTE), whose
 colours stay apart under the common colour-vision deficiencies, or from greys.
 
 - Explorers: each one's picture at its defaults and with every control at its last value is
@@ -29,7 +29,7 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 from lattn_edu import explorers
-from lattn_edu.book import PALETTE
+from lattn_edu.style import PALETTE
 from lattn_edu.explorers.base import ImpossibleSetting
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ run work without it.
 """
 
 from .cli import add_arguments, run
-from .harness import (OtherLoad, check_correctness, measure_sgemm, relative_error, sgemm_call, time_interleaved,
+from .harness import (OtherLoad, check_correctness, measure_sgemm, sgemm_call, time_interleaved,
                       time_once)
 from .methods import (BATCH_HEADS, CHUNK, EPS, FULL, KERNEL, OURS, PEER, QUICK, SOFTMAX_OURS, SOFTMAX_SDPA,
                       Settings, linear_flops, softmax_flops, timed_methods)
@@ -30,6 +30,6 @@ __all__ = [
     "SOFTMAX_OURS", "SOFTMAX_SDPA", "OtherLoad", "Settings", "add_arguments", "check_correctness",
     "crossovers", "decode_summary", "linear_flops", "load_results", "measure_sgemm",
     "per_shape_summary", "plot_decode", "plot_ratio", "plot_throughput", "plot_times",
-    "relative_error", "report", "run", "sgemm_call", "softmax_flops", "targets", "time_interleaved",
+    "report", "run", "sgemm_call", "softmax_flops", "targets", "time_interleaved",
     "time_once", "timed_methods", "write_csv",
 ]

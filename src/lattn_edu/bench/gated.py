@@ -38,7 +38,8 @@ import lattn_edu as la
 from .. import records
 from ..machine import machine_info
 from .cli import output_folder
-from .harness import OtherLoad, advance, relative_error, time_interleaved, time_once
+from ..compare import relative_error
+from .harness import OtherLoad, advance, time_interleaved, time_once
 
 DIMS = (64, 128)
 SIZES = (1024, 2048, 4096, 8192, 16384)

@@ -133,7 +133,7 @@ def write_plots(record: dict, out: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..book import use_book_style
+    from ..style import use_book_style
 
     use_book_style()
     written = []

@@ -44,7 +44,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from .._blas import one_blas_thread
-from ..book import PALETTE
+from ..style import PALETTE
 
 STATIC_DPI = 72  # frames of the static page: sharp enough to read, small enough to ship
 LIVE_DPI = 72  # the live widget's picture: the static frames' size, and a third fewer pixels to draw and encode than at 90

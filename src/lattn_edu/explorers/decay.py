@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..book import PALETTE
+from ..style import PALETTE
 from ..retention import decay_matrix, retention
 from .base import Explorer, figure_axes
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..book import PALETTE
+from ..style import PALETTE
 from ..feature_maps import FavorPlus, TrigonometricFeatures, exp_kernel
 from ._ticks import fixed_ticks, power_of_ten
 from .base import Explorer, ImpossibleSetting, figure_axes

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..book import PALETTE
+from ..style import PALETTE
 from ..gated import decay_mask, gated_linear_attention
 from .base import Explorer, figure_axes
 

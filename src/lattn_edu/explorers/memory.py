@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis import singular_values
-from ..book import PALETTE
+from ..style import PALETTE
 from ..memory import RULES, make_keys, make_values, retrieval_error, write_memory
 from ._ticks import fixed_ticks
 from .base import Explorer

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis import effective_attention_matrix, numerical_rank, singular_values
-from ..book import PALETTE
+from ..style import PALETTE
 from ..feature_maps import FavorPlus
 from ..softmax import softmax_attention_weights
 from ._ticks import fixed_ticks, plain_log_labels

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..book import PALETTE
+from ..style import PALETTE
 from ..feature_maps import elu_plus_one
 from ..linear import linear_attention
 from ..state import LinearAttentionState

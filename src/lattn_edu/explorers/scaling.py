@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import records
-from ..book import PALETTE
+from ..style import PALETTE
 from ..timing import crossover_size, loglog_slope
 from ._ticks import fixed_ticks, power_of_ten
 from .base import Explorer, figure_axes

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis import effective_attention_matrix, peak_weight, row_entropy
-from ..book import PALETTE
+from ..style import PALETTE
 from ..feature_maps import FavorPlus
 from ..softmax import softmax_attention_weights
 from .base import Explorer, figure_axes

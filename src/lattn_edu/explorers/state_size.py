@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ..analysis import attention_cost
-from ..book import PALETTE
+from ..style import PALETTE
 from ._ticks import plain_log_labels
 from .base import Explorer, figure_axes
 

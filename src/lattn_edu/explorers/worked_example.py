@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis import effective_attention_matrix
-from ..book import PALETTE
+from ..style import PALETTE
 from ..state import LinearAttentionState
 from .base import Explorer, ImpossibleSetting, figure_axes
 

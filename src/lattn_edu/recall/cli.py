@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..book import machine_summary
+from ..machine import machine_summary
 from .config import QUICK, TINY, RecallConfig
 from .mixers import MODELS
 from .study import FULL_STUDY, QUICK_STUDY, StudyConfig, run_study, summarise

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..book import PALETTE
+from ..style import PALETTE
 from .study import guessing_loss, seed_counts, summarise, sweep_runs
 
 # (colour, line style, marker): distinct for every model, softmax and linear in chapter 7's

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..book import machine_summary
+from ..machine import machine_summary
 from .config import RecallConfig
 from .training import check_sweep, torch_threads, train_one
 
