@@ -118,6 +118,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                if (group := worker_group(getattr(item, "fixturenames", ()))) is not None]
     for item, group in grouped:
         item.add_marker(pytest.mark.xdist_group(group))
+        # Whatever needs the built site, the browser or the Colab-like environment is the slow
+        # lane's: the fast lane (-m "not slow") is the numerics, exercises and explorers.
+        item.add_marker(pytest.mark.slow)
     yield  # xdist's own hook reads the marks here
     # --dist loadgroup finds a test's group from the "@group" ending of its id. xdist 3.8 writes
     # it to item._nodeid, which pytest 9.2 no longer reads (the id lives in item._id), so

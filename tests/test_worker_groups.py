@@ -25,7 +25,11 @@ def modify_items(items, loadgroup):
 
 
 def groups_of(item) -> list[str]:
-    return [mark.args[0] for mark in item.marks]
+    return [mark.args[0] for mark in item.marks if mark.name == "xdist_group"]
+
+
+def lanes_of(item) -> list[str]:
+    return [mark.name for mark in item.marks if mark.name != "xdist_group"]
 
 
 def some_items():
@@ -42,6 +46,13 @@ def test_tests_that_share_the_book_or_the_colab_runtime_get_one_group_each():
     assert groups_of(plain) == []
     assert groups_of(site) == groups_of(browser) == ["book"]
     assert groups_of(colab) == ["colab"]
+
+
+def test_tests_of_the_site_the_browser_or_colab_join_the_slow_lane():
+    plain, site, browser, colab = items = some_items()
+    modify_items(items, loadgroup=False)
+    assert lanes_of(plain) == []
+    assert lanes_of(site) == lanes_of(browser) == lanes_of(colab) == ["slow"]
 
 
 def test_in_a_loadgroup_worker_each_grouped_test_id_names_its_group():
