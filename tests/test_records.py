@@ -86,6 +86,15 @@ def test_every_recorded_file_is_kept_once():
     assert not twice, f"{twice} are in both src/lattn_edu/data and benchmarks/results"
 
 
+def test_the_data_folder_holds_only_what_a_chapter_or_the_package_reads():
+    """Each packaged file is named by a chapter or by the package's own code (an explorer a
+    chapter shows, the bench's default record); anything else belongs in benchmarks/results/."""
+    readers = [*CHAPTERS, *(p for p in (ROOT / "src" / "lattn_edu").rglob("*.py"))]
+    texts = [path.read_text(encoding="utf-8") for path in readers]
+    unread = sorted(p.name for p in PACKAGED.iterdir() if p.is_file() and not any(p.name in t for t in texts))
+    assert not unread, f"{unread} in src/lattn_edu/data are read by no chapter and no module"
+
+
 def test_every_record_a_chapter_loads_ships_in_the_package():
     """Each name a chapter passes to load_record / bench.load_results, and bench.json, which
     load_results() reads by default."""
