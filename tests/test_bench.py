@@ -71,6 +71,22 @@ def test_without_torch_the_command_says_what_to_install(family, tmp_path, capsys
     assert not any(tmp_path.iterdir())
 
 
+def test_help_states_the_quick_budget_of_every_family(capsys):
+    from lattn_edu.bench.cli import QUICK_BUDGET_MINUTES
+
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert set(QUICK_BUDGET_MINUTES) == set(bench.FAMILIES) and "on 2 cores" in text
+    for name, minutes in QUICK_BUDGET_MINUTES.items():
+        assert f"{minutes} minutes for {name}" in text
+
+
+def test_every_family_writes_its_own_record():
+    names = [family.record_name for family in bench.FAMILIES.values()]
+    assert len(set(names)) == len(names) and "bench.json" == bench.FAMILIES["linear"].record_name
+
+
 def test_bad_sizes_are_refused(tmp_path, capsys):
     assert cli.main(["bench", "--sizes", "0", "--out", str(tmp_path)]) == 2
     assert "--sizes" in capsys.readouterr().err

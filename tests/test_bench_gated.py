@@ -72,3 +72,21 @@ def test_summary_counts_only_the_target_shapes():
     assert summary["ratio_at_least_1_5"]["met"] == 1
     assert summary["decode_growth"][0]["growth"] == pytest.approx(1.1)
     assert summary["decode_flat_within_1_2"]
+
+
+def test_a_method_that_disagrees_stops_the_run_before_any_timing():
+    """The runner checks every method against the family's reference first; a wrong reference
+    (standing in for a wrong kernel) fails every method and nothing is timed."""
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    from lattn_edu import bench
+
+    wrong = replace(bench.GATED, reference=lambda variant, x: 1.5 * bench_gated.reference(variant, x))
+    record, correctness = bench.run_family(wrong, replace(bench_gated.QUICK, dims=(8,)), ("numba",),
+                                           tqdm(disable=True))
+    assert record is None
+    assert {(c["family"], c["origin"]) for c in correctness} == {
+        (v, o) for v in bench_gated.VARIANTS for o in bench_gated.ORIGINS}
+    assert not any(c["ok"] for c in correctness)

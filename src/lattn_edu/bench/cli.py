@@ -49,7 +49,7 @@ from .results import write_csv
 NEEDS_TORCH = ("the peers it measures against run in torch, which is not installed: "
                "pip install 'lattn_edu[torch]' (or pip install torch)")
 # What --quick may take on 2 cores, per family: the budget a recorded timing is held to
-# (benchmarks/results/bench_quick_timing.json, measured with benchmarks/time_quick.py)
+# (benchmarks/results/bench_quick_timing.json, measured with benchmarks/quick_timing.py)
 QUICK_BUDGET_MINUTES = {"linear": 5, "gated": 3}
 
 
@@ -60,13 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"the run chapters 3 and 9 read)")
     parser.add_argument("--quick", action="store_true",
                         help=f"fewer sizes (linear N = {', '.join(map(str, QUICK.sizes))}), fewer repeats, "
-                             f"tighter limits. Budget on 2 cores: about {QUICK_BUDGET_MINUTES['linear']} "
-                             f"minutes for linear, {QUICK_BUDGET_MINUTES['gated']} for gated")
-    parser.add_argument("--dims", type=int, nargs="+", metavar="D", help=f"head widths (default {DIMS})")
+                             f"tighter limits. Budget on 2 cores: at most "
+                             + ", ".join(f"{m} minutes for {name}" for name, m in QUICK_BUDGET_MINUTES.items()))
+    parser.add_argument("--dims", type=int, nargs="+", metavar="D",
+                        help=f"head widths (default: the family's; linear {' '.join(map(str, DIMS))})")
     parser.add_argument("--sizes", type=int, nargs="+", metavar="N", help="sequence lengths, increasing")
     parser.add_argument("--batch-heads", type=int, metavar="B", help=f"sequences per call (default {BATCH_HEADS})")
     parser.add_argument("--decode-sizes", type=int, nargs="+", metavar="N",
-                        help=f"tokens already seen when decoding (default {DECODE_SIZES})")
+                        help=f"tokens already seen when decoding (default {' '.join(map(str, DECODE_SIZES))})")
     parser.add_argument("--decode-steps", type=int, metavar="T", help="decoding steps timed per size")
     parser.add_argument("--max-call-seconds", type=float, metavar="S",
                         help="stop growing N for a method once a call would take longer")
