@@ -10,13 +10,14 @@ inputs: the figure the test suite bounds by 1e-10 (float64) and 1e-4 (float32).
 
 from __future__ import annotations
 
-import json
+import argparse
 import platform
 from pathlib import Path
 
 import numpy as np
 
 import lattn_edu as la
+from lattn_edu import records
 from lattn_edu.compare import relative_error
 from lattn_edu.linear import FORMS
 
@@ -43,7 +44,11 @@ def worst_errors(seed: int = 0) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "agreement.json",
+                        help="where to write the record (default: benchmarks/results/agreement.json)")
+    out = parser.parse_args(argv).out
     rows = worst_errors()
     print(f"{'backend':8} {'dtype':8} {'form':10} {'causal':7} worst rel. error")
     for r in rows:
@@ -55,10 +60,8 @@ def main() -> None:
             worst = max(r["worst_relative_error"] for r in rows
                         if r["backend"] == backend and r["dtype"] == dtype)
             print(f"  {backend:6} {dtype}: {worst:.2e}")
-    out = Path(__file__).parent / "results" / "agreement.json"
-    out.write_text(json.dumps({"machine": platform.processor() or platform.machine(),
-                               "python": platform.python_version(), "numpy": np.__version__,
-                               "rows": rows}, indent=1))
+    records.save_record({"machine": platform.processor() or platform.machine(),
+                         "python": platform.python_version(), "numpy": np.__version__, "rows": rows}, out)
     print(f"\nwritten: {out}")
 
 

@@ -23,8 +23,10 @@ the best any kernel built on these BLAS calls could be credited with.
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import replace
+from pathlib import Path
 
 # As lattn-edu bench does: idle OpenBLAS and OpenMP threads sleep rather than spin (read
 # when the libraries load, so before the imports below).
@@ -43,7 +45,7 @@ from lattn_edu.machine import machine_info  # noqa: E402
 SHAPES = [(128, 1024), (128, 4096), (128, 16384), (64, 4096), (64, 16384)]  # (d, N)
 ROUNDS = 15
 ROUNDS_ONLY = replace(bench.QUICK, min_rounds=ROUNDS, max_rounds=ROUNDS)  # exactly ROUNDS rounds
-OUT = "chunk_products.json"
+OUT = records.repository_data(__file__, "chunk_products.json")  # chapter 9 reads it
 
 
 @njit(cache=True, parallel=True)
@@ -92,7 +94,11 @@ def measure(d: int, n: int) -> dict:
             "kernel_of_products_only": rates["kernel"] / rates["products only"]}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="where to write the record (default: this repository's src/lattn_edu/data/)")
+    out = parser.parse_args(argv).out
     machine = machine_info(engines=True)
     load_start = list(np.round(os.getloadavg(), 2))
     rows = []
@@ -108,7 +114,7 @@ def main() -> None:
     record = {"description": __doc__, "machine": machine, "rounds": ROUNDS, "chunk_size": bench.CHUNK,
               "batch_heads": bench.BATCH_HEADS, "load_average_start": load_start,
               "load_average_end": list(np.round(os.getloadavg(), 2)), "results": rows}
-    print(f"written: {records.save_record(OUT, record)}")
+    print(f"written: {records.save_record(record, out)}")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,10 @@ name ``favor`` for the duration of its run; ``recall`` itself is unchanged.
 
 from __future__ import annotations
 
+import argparse
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import torch
@@ -30,7 +32,7 @@ from lattn_edu.feature_maps import FavorPlus
 
 PAIRS = 8
 RECORDED_MIXER = recall.MIXERS["favor"]  # the recorded model's mixer class, kept before any swap
-OUT = "favor_diagnosis.json"
+OUT = records.repository_data(__file__, "favor_diagnosis.json")  # chapter 7 reads it
 
 
 class ExpWithoutNorm:
@@ -83,7 +85,11 @@ def mixer_variant(variant: str) -> Iterator[None]:
         recall.MIXERS["favor"] = RECORDED_MIXER
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="where to write the record (default: this repository's src/lattn_edu/data/)")
+    out = parser.parse_args(argv).out
     config = recall.RecallConfig()
     torch.set_num_threads(config.threads)
     start, results = time.perf_counter(), []
@@ -99,7 +105,7 @@ def main() -> None:
                          "threads": config.threads, "torch": torch.__version__,
                          "wall_seconds": round(time.perf_counter() - start)},
               "results": results}
-    print(f"written: {records.save_record(OUT, record)}")
+    print(f"written: {records.save_record(record, out)}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from lattn_edu.compare import relative_error
 from lattn_edu import records
 from lattn_edu.backends import torch_backend
 from lattn_edu.bench import peers
+from lattn_edu.bench.methods import BATCH_HEADS, CHUNK, EPS
 from lattn_edu.machine import gpu_info, machine_info
 from lattn_edu.timing import crossover_size
 
@@ -47,10 +48,7 @@ TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
 DIMS = (64, 128)
 SIZES = tuple(2**p for p in range(10, 17))  # 1,024 ... 65,536
 QUICK_SIZES = (128, 256)
-BATCH_HEADS = 8
-CHUNK = 64
-EPS = 1e-6
-RECORD = "gpu.json"
+RECORD = records.repository_data(__file__, "gpu.json")  # where chapter 9 reads it
 
 
 def torch_chunkwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -163,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-only", action="store_true", help="only the correctness step")
     parser.add_argument("--quick", action="store_true", help=f"N in {QUICK_SIZES}, d = 64: seconds")
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--out", type=Path, help=f"write here instead of recording {RECORD} for chapter 9")
+    parser.add_argument("--out", type=Path, default=RECORD,
+                        help="where to write the record (default: the repository's src/lattn_edu/data/gpu.json, "
+                             "which chapter 9 reads)")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("benchmarks/gpu.py: no CUDA device here; use --device cpu to exercise the script",
@@ -185,11 +185,8 @@ def main(argv: list[str] | None = None) -> int:
               "recorded": time.strftime("%Y-%m-%d %H:%M:%S"), "batch_heads": BATCH_HEADS,
               "chunk_size": CHUNK, "correctness": correctness, "results": rows,
               "crossover": crossovers(rows), "wall_seconds": time.perf_counter() - started}
-    if args.out is None:
-        path = records.save_record(RECORD, record)
-    else:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        path = records.write_record(record, args.out)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    path = records.save_record(record, args.out)
     print(f"written: {path} ({record['wall_seconds']:.0f} s)")
     return 0
 

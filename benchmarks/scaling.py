@@ -28,7 +28,9 @@ BLAS_THREADS = os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", BLAS_THREADS)
 os.environ.setdefault("MKL_NUM_THREADS", BLAS_THREADS)
 
+import argparse  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -44,7 +46,7 @@ FLOAT_BYTES = 4  # float32
 MAX_BYTES = 2 * 10**9  # largest intermediate a method may build (~2 GB)
 CHUNK = 64  # chunk length of the causal (chunkwise) linear attention
 SLOW_CALL_S = 1.0  # a method stops growing N once its median call takes longer than this
-OUT = "scaling.json"  # recorded in the package's data, where the scaling explorer reads it
+OUT = records.repository_data(__file__, "scaling.json")  # where the scaling explorer reads it
 
 
 def largest_intermediate_bytes(method: str, n: int, d: int) -> int:
@@ -93,7 +95,11 @@ def memory_rows(d: int) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="where to write the record (default: this repository's src/lattn_edu/data/)")
+    out = parser.parse_args(argv).out
     started = time.perf_counter()
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     runs = []
@@ -120,7 +126,7 @@ def main() -> None:
         "memory": {str(d): memory_rows(d) for d in DIMS},
         "benchmark_seconds": round(time.perf_counter() - started, 1),
     }
-    path = records.save_record(OUT, record)
+    path = records.save_record(record, out)
     print(f"\n{record['machine']}; took {record['benchmark_seconds']} s\nwritten: {path}")
 
 

@@ -14,16 +14,17 @@ pause of PAUSE_S seconds; it reports the medians.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 ROUNDS = 15
 PAUSE_S = 0.3
 D, N = 128, 4096
-OUT = "thread_spin.json"
 SETTINGS = {"OpenBLAS default": None, "OPENBLAS_THREAD_TIMEOUT=4": "4"}
 
 
@@ -60,10 +61,15 @@ def run_setting(timeout: str | None) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from lattn_edu import bench, records
     from lattn_edu.machine import machine_info
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=records.repository_data(__file__, "thread_spin.json"),
+                        help="where to write the record (default: the repository's "
+                             "src/lattn_edu/data/thread_spin.json, which chapter 9 reads)")
+    out = parser.parse_args(argv).out
     rows = []
     for label, timeout in SETTINGS.items():
         row = {"setting": label, **run_setting(timeout)}
@@ -73,7 +79,7 @@ def main() -> None:
               f"{PAUSE_S} s pause {1e3 * row['after_pause_s']:6.1f} ms: x{row['slowdown']:.2f}", flush=True)
     record = {"description": __doc__, "machine": machine_info(engines=True), "rounds": ROUNDS, "pause_s": PAUSE_S,
               "d": D, "n": N, "batch_heads": bench.BATCH_HEADS, "results": rows}
-    print(f"written: {records.save_record(OUT, record)}")
+    print(f"written: {records.save_record(record, out)}")
 
 
 if __name__ == "__main__":

@@ -57,18 +57,34 @@ def test_every_benchmarked_method_agrees_with_the_reference():
     names = {m.name for m in found}
     assert {bench.OURS, bench.KERNEL, bench.PEER, bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA} <= names
     assert {f"{b} {f}" for b in la.available_backends() for f in la.linear.FORMS} <= names
-    rows = bench.check_correctness(found, dims=(8, 24), n=100, bh=3)
+    rows = bench.check_correctness(bench.LINEAR, found, dims=(8, 24), n=100, bh=3)
     assert len(rows) == 2 * len(found)
     bad = [(r["method"], r["d"], r["relative_error"]) for r in rows if not r["ok"]]
     assert not bad
 
 
-@pytest.mark.parametrize("gated", [False, True], ids=["bench", "gated"])
-def test_without_torch_the_command_says_what_to_install(gated, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("family", ["linear", "gated"])
+def test_without_torch_the_command_says_what_to_install(family, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
-    assert cli.main(["bench", *(["--gated"] if gated else []), "--out", str(tmp_path)]) == 2
+    assert cli.main(["bench", "--families", family, "--out", str(tmp_path)]) == 2
     assert "pip install 'lattn_edu[torch]'" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_help_states_the_quick_budget_of_every_family(capsys):
+    from lattn_edu.bench.cli import QUICK_BUDGET_MINUTES
+
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert set(QUICK_BUDGET_MINUTES) == set(bench.FAMILIES) and "on 2 cores" in text
+    for name, minutes in QUICK_BUDGET_MINUTES.items():
+        assert f"{minutes} minutes for {name}" in text
+
+
+def test_every_family_writes_its_own_record():
+    names = [family.record_name for family in bench.FAMILIES.values()]
+    assert len(set(names)) == len(names) and "bench.json" == bench.FAMILIES["linear"].record_name
 
 
 def test_bad_sizes_are_refused(tmp_path, capsys):
@@ -76,17 +92,29 @@ def test_bad_sizes_are_refused(tmp_path, capsys):
     assert "--sizes" in capsys.readouterr().err
 
 
+TINY = ["--dims", "8", "16", "--sizes", "64", "128", "--batch-heads", "2", "--decode-sizes", "50", "100",
+        "--decode-steps", "5", "--max-call-seconds", "0.5", "--no-progress"]
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """One tiny benchmark through the command line, the way a reader would start it; the
-    recorded run's bytes before and after it, which --out must leave alone."""
+    packaged record's bytes before and after it, which the command must leave alone."""
     out = tmp_path_factory.mktemp("bench")
     recorded = records.find_record("bench.json").read_bytes()
-    code = cli.main(["bench", "--quick", "--dims", "8", "16", "--sizes", "64", "128", "--batch-heads", "2",
-                     "--decode-sizes", "50", "100", "--decode-steps", "5", "--max-call-seconds", "0.5",
-                     "--no-progress", "--out", str(out)])
+    code = cli.main(["bench", "--quick", *TINY, "--out", str(out)])
     assert records.find_record("bench.json").read_bytes() == recorded
     return code, out
+
+
+def test_the_command_writes_to_the_current_directory_by_default(tmp_path, monkeypatch, capsys):
+    """Without --out the files go to the working directory, never into the installed package."""
+    monkeypatch.chdir(tmp_path)
+    recorded = records.find_record("bench.json").read_bytes()
+    assert cli.main(["bench", "--quick", *TINY, "--backends", "numba", "--no-plots"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.csv", "bench.json"]
+    assert records.find_record("bench.json").read_bytes() == recorded
+    assert "written: bench.json, bench.csv" in capsys.readouterr().out
 
 
 def test_tiny_run_writes_json_csv_and_plots(tiny_run):

@@ -1,5 +1,5 @@
 """Tests for lattn_edu.bench.gated and the gated peers of lattn_edu.bench.peers: the peers are
-right, and a tiny ``lattn-edu bench --gated`` run writes a well-formed record. No timing is asserted."""
+right, and a tiny ``lattn-edu bench --families gated`` run writes a well-formed record. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -46,11 +46,11 @@ def test_delta_peer_matches_the_reference(peers, gated, rng):
 
 
 def test_tiny_gated_run_writes_a_well_formed_record(tmp_path, capsys):
-    code = cli.main(["bench", "--gated", "--quick", "--dims", "8", "--sizes", "70", "--out", str(tmp_path)])
+    code = cli.main(["bench", "--families", "gated", "--quick", "--dims", "8", "--sizes", "70", "--out", str(tmp_path)])
     assert code == 0
     record = json.loads((tmp_path / "bench_gated.json").read_text())
     assert all(c["ok"] for c in record["correctness"])
-    assert {(r["family"], r["n"]) for r in record["results"]} == {(f, 70) for f in bench_gated.FAMILIES}
+    assert {(r["family"], r["n"]) for r in record["results"]} == {(f, 70) for f in bench_gated.VARIANTS}
     for r in record["results"]:
         assert 0 < r["ours_median_s"] <= r["ours_p95_s"] and 0 < r["peer_median_s"] <= r["peer_p95_s"]
         assert r["ratio"] == pytest.approx(r["peer_median_s"] / r["ours_median_s"])
@@ -72,3 +72,21 @@ def test_summary_counts_only_the_target_shapes():
     assert summary["ratio_at_least_1_5"]["met"] == 1
     assert summary["decode_growth"][0]["growth"] == pytest.approx(1.1)
     assert summary["decode_flat_within_1_2"]
+
+
+def test_a_method_that_disagrees_stops_the_run_before_any_timing():
+    """The runner checks every method against the family's reference first; a wrong reference
+    (standing in for a wrong kernel) fails every method and nothing is timed."""
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    from lattn_edu import bench
+
+    wrong = replace(bench.GATED, reference=lambda variant, x: 1.5 * bench_gated.reference(variant, x))
+    record, correctness = bench.run_family(wrong, replace(bench_gated.QUICK, dims=(8,)), ("numba",),
+                                           tqdm(disable=True))
+    assert record is None
+    assert {(c["family"], c["origin"]) for c in correctness} == {
+        (v, o) for v in bench_gated.VARIANTS for o in bench_gated.ORIGINS}
+    assert not any(c["ok"] for c in correctness)

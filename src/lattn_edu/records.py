@@ -1,10 +1,16 @@
 """Recorded results that the chapters read: benchmark runs and recall training runs.
 
-Each recorded file is kept once, in the package's data folder (``lattn_edu/data/``), so
-the same cell works on the website build, in a clone and on Colab, where there is no
+Each file a chapter reads is kept once, in the package's data folder (``lattn_edu/data/``),
+so the same cell works on the website build, in a clone and on Colab, where there is no
 repository: an installed package carries everything a chapter reads, and nothing is
-fetched from the network. The scripts and commands that record a run write it there with
-:func:`save_record`; chapters and explorers read it with :func:`load_record`.
+fetched from the network. Chapters and explorers read it with :func:`load_record`.
+
+Recording writes to an explicit path with :func:`save_record`, never by name into the
+installed package (whose folder is the repository's only for an editable install): a
+``lattn-edu`` command writes to the current directory or its ``--out``, and a script
+under ``benchmarks/`` that refreshes a chapter's record defaults to the repository's
+``src/lattn_edu/data/<name>``, found from the script's own location
+(:func:`repository_data`).
 
 :func:`provenance` turns a record into the words a chapter prints next to it,
 "recorded on <machine>, <date>", so a reader on another machine is never told that a
@@ -54,17 +60,22 @@ def read_record(path: str | os.PathLike) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def save_record(name: str, record: dict[str, Any]) -> Path:
-    """Record ``record`` as the JSON file ``name`` where :func:`load_record` reads it; returns the path."""
-    return write_record(record, DATA / _checked(name))
-
-
-def write_record(record: dict[str, Any], path: str | os.PathLike) -> Path:
+def save_record(record: dict[str, Any], path: str | os.PathLike) -> Path:
     """Write ``record`` to ``path`` as every recorded file is written: indented JSON, one
-    trailing newline (a run kept aside, such as ``lattn-edu bench --quick``'s)."""
+    trailing newline. Returns the path."""
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a dict (the JSON object to write); got {type(record).__name__}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or path-like (where to write); got {type(path).__name__}")
     path = Path(path)
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return path
+
+
+def repository_data(script: str | os.PathLike, name: str) -> Path:
+    """``src/lattn_edu/data/<name>`` in the repository that holds ``script`` (a file directly
+    under ``benchmarks/``): where a script that refreshes a chapter's record writes it."""
+    return Path(script).resolve().parent.parent / "src" / "lattn_edu" / "data" / _checked(name)
 
 
 def provenance(record: dict[str, Any]) -> str:

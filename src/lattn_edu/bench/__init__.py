@@ -1,35 +1,40 @@
 """``lattn-edu bench``: our kernels timed against torch peers, and the record chapters 3 and 9 read.
 
-One module per job:
+One runner over a list of families; one module per job:
 
-- :mod:`.methods`: what is timed (our forms, the peers, the softmax baselines), the sizes
-  and how much to measure;
+- :mod:`.methods`: what a family is (:class:`Family`: its methods, reference, FLOP count,
+  shapes) and the linear-attention family's methods (our forms, the peer, the softmax
+  baselines), sizes and how much to measure;
+- :mod:`.gated`: the gated family (scalar and vector decay, the delta rule);
+- :mod:`.families`: the list of families the command runs (:data:`FAMILIES`);
 - :mod:`.peers`: the torch peers, written the way production libraries write them;
-- :mod:`.harness`: correctness first, then every method timed in interleaved rounds;
+- :mod:`.harness`: the one runner, :func:`run_family`: correctness first, then every method
+  timed in interleaved rounds, then decoding;
 - :mod:`.summary`: per-shape ratios, crossovers, decoding growth, the targets;
 - :mod:`.plots` and :mod:`.results`: the record as figures, as text and as CSV, and
   :func:`load_results` to read it back;
-- :mod:`.cli`: the command itself (``lattn-edu bench``), and :mod:`.gated`, its
-  ``--gated`` variant for the gated family.
+- :mod:`.cli`: the command itself (``lattn-edu bench``).
 
 Only :mod:`.peers` and the timing itself need torch; the plots and the report of a recorded
 run work without it.
 """
 
 from .cli import add_arguments, run
-from .harness import (OtherLoad, check_correctness, measure_sgemm, sgemm_call, time_interleaved,
+from .families import FAMILIES, GATED, LINEAR
+from .harness import (OtherLoad, check_correctness, measure_sgemm, run_family, sgemm_call, time_interleaved,
                       time_once)
 from .methods import (BATCH_HEADS, CHUNK, EPS, FULL, KERNEL, OURS, PEER, QUICK, SOFTMAX_OURS, SOFTMAX_SDPA,
-                      Settings, linear_flops, softmax_flops, timed_methods)
+                      Family, Settings, linear_flops, softmax_flops, timed_methods)
 from .plots import PLOTS, plot_decode, plot_ratio, plot_throughput, plot_times
 from .results import CSV_FIELDS, load_results, report, write_csv
 from .summary import crossovers, decode_summary, per_shape_summary, targets
 
 __all__ = [
-    "BATCH_HEADS", "CHUNK", "CSV_FIELDS", "EPS", "FULL", "KERNEL", "OURS", "PEER", "PLOTS", "QUICK",
-    "SOFTMAX_OURS", "SOFTMAX_SDPA", "OtherLoad", "Settings", "add_arguments", "check_correctness",
+    "BATCH_HEADS", "CHUNK", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OURS", "PEER",
+    "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
+    "check_correctness",
     "crossovers", "decode_summary", "linear_flops", "load_results", "measure_sgemm",
     "per_shape_summary", "plot_decode", "plot_ratio", "plot_throughput", "plot_times",
-    "report", "run", "sgemm_call", "softmax_flops", "targets", "time_interleaved",
+    "report", "run", "run_family", "sgemm_call", "softmax_flops", "targets", "time_interleaved",
     "time_once", "timed_methods", "write_csv",
 ]

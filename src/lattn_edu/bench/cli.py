@@ -1,8 +1,8 @@
-"""``lattn-edu bench``: causal linear attention against its peers, side by side in one run (chapter 9).
+"""``lattn-edu bench``: our kernels against their peers, side by side in one run (chapter 9).
 
-For d in (32, 64, 128) and N from 128 to 65,536 (batch·heads = 8, float32, elu+1
-features, normalised, d_v = d) it times, on the same inputs and interleaved round by
-round so that a busy machine slows every method alike:
+The default family, ``linear``, times causal linear attention: for d in (32, 64, 128) and N
+from 128 to 65,536 (batch·heads = 8, float32, elu+1 features, normalised, d_v = d), on the
+same inputs and interleaved round by round so that a busy machine slows every method alike:
 
 - every form of ours on every backend, through :func:`lattn_edu.linear_attention`;
 - the peer: a torch chunkwise implementation as production libraries write it
@@ -15,75 +15,74 @@ A method stops growing N when its next call would pass the memory budget or the 
 limit, and the skip is recorded with its reason. It then times autoregressive decoding:
 the per-token time of ``LinearAttentionState.step`` and of ``SoftmaxKVCache.step`` with
 1k, 10k and 100k tokens already seen. Before any timing, every method's output is
-checked against the float64 numpy reference.
+checked against the float64 numpy reference. ``--families gated`` (or ``linear gated``)
+runs the gated family (:mod:`lattn_edu.bench.gated`) through the same runner.
 
-The full run records ``bench.json`` (everything, with the machine) where chapters read it,
-through :func:`lattn_edu.records.save_record`, and writes ``bench.csv`` (one row per method
-and shape) and the PNG plots to ``benchmarks/results/`` under the current directory. With
-``--quick`` (into ``benchmarks/results/quick/``) or ``--out DIR``, all the files go to that
-folder and the recorded run is left alone. ``--gated`` runs :mod:`lattn_edu.bench.gated`
-instead.
+Each family's record (``bench.json``, ``bench_gated.json``) goes to the ``--out`` folder,
+the current directory unless told otherwise, with ``bench.csv`` (one row per method and
+shape) and the PNG plots where the family has them. Nothing is written into the installed
+package: the record chapters 3 and 9 read is ``src/lattn_edu/data/bench.json`` in the
+repository, refreshed by copying a full run's ``bench.json`` there.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm import tqdm
 
 import lattn_edu as la
 
 from .. import records
 from ..backends import BACKENDS
-from ..machine import machine_info
-from .harness import (advance, benchmark_decoding, benchmark_shapes, check_correctness, measure_sgemm,
-                      measure_sgemm_avx512)
-from .methods import (BATCH_HEADS, CHUNK, DECODE_SIZES, DIMS, EPS, FULL, QUICK, QUICK_SIZES, TOLERANCE,
-                      Settings, timed_methods)
+from .families import FAMILIES
+from .harness import progress_steps, run_family
+from .methods import BATCH_HEADS, DECODE_SIZES, DIMS, QUICK, TOLERANCE, Family, Settings
 from .plots import write_plots
-from .results import report, write_csv
-from .summary import crossovers, decode_summary, per_shape_summary, targets
+from .results import write_csv
 
-RESULTS = Path("benchmarks") / "results"  # under the current directory: the repository's root
 NEEDS_TORCH = ("the peers it measures against run in torch, which is not installed: "
                "pip install 'lattn_edu[torch]' (or pip install torch)")
+# What --quick may take on 2 cores, per family: the budget a recorded timing is held to
+# (benchmarks/results/bench_quick_timing.json, measured with benchmarks/quick_timing.py)
+QUICK_BUDGET_MINUTES = {"linear": 5, "gated": 3}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``lattn-edu bench``."""
-    parser.add_argument("--gated", action="store_true",
-                        help="instead: the gated family's chunkwise kernels (scalar and vector decay, "
-                             "the delta rule) against torch peers; writes bench_gated.json")
+    parser.add_argument("--families", nargs="+", choices=FAMILIES, default=["linear"], metavar="FAMILY",
+                        help=f"what to time, one record each: {', '.join(FAMILIES)} (default: linear, "
+                             f"the run chapters 3 and 9 read)")
     parser.add_argument("--quick", action="store_true",
-                        help=f"fewer sizes (N = {', '.join(map(str, QUICK_SIZES))}), fewer repeats, "
-                             f"tighter limits: a few minutes; writes to {RESULTS / 'quick'}/")
-    parser.add_argument("--dims", type=int, nargs="+", metavar="D", help=f"head widths (default {DIMS})")
+                        help=f"fewer sizes (linear N = {', '.join(map(str, QUICK.sizes))}), fewer repeats, "
+                             f"tighter limits. Budget on 2 cores: at most "
+                             + ", ".join(f"{m} minutes for {name}" for name, m in QUICK_BUDGET_MINUTES.items()))
+    parser.add_argument("--dims", type=int, nargs="+", metavar="D",
+                        help=f"head widths (default: the family's; linear {' '.join(map(str, DIMS))})")
     parser.add_argument("--sizes", type=int, nargs="+", metavar="N", help="sequence lengths, increasing")
     parser.add_argument("--batch-heads", type=int, metavar="B", help=f"sequences per call (default {BATCH_HEADS})")
     parser.add_argument("--decode-sizes", type=int, nargs="+", metavar="N",
-                        help=f"tokens already seen when decoding (default {DECODE_SIZES})")
+                        help=f"tokens already seen when decoding (default {' '.join(map(str, DECODE_SIZES))})")
     parser.add_argument("--decode-steps", type=int, metavar="T", help="decoding steps timed per size")
     parser.add_argument("--max-call-seconds", type=float, metavar="S",
                         help="stop growing N for a method once a call would take longer")
     parser.add_argument("--backends", nargs="+", choices=BACKENDS,
                         help="our backends to time (default: all available)")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help=f"write bench.json, bench.csv and the plots here (default: bench.json where "
-                             f"the chapters read it, the rest to {RESULTS}/)")
+    parser.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
+                        help="write each family's record (bench.json, bench_gated.json), bench.csv and the "
+                             "plots here (default: the current directory)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    """The full or quick settings, with the sizes and limits the options override."""
-    settings = QUICK if args.quick else FULL
+def settings_from(args: argparse.Namespace, family: Family) -> Settings:
+    """The family's full or quick settings, with the sizes and limits the options override."""
+    settings = family.quick if args.quick else family.full
     changes: dict[str, Any] = {}
     for option, field in (("dims", "dims"), ("sizes", "sizes"), ("decode_sizes", "decode_sizes")):
         value = getattr(args, option)
@@ -101,109 +100,53 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return replace(settings, **changes)
 
 
-def output_folder(args: argparse.Namespace) -> Path:
-    """Where the run's files go: ``--out``, else benchmarks/results/ (``quick/`` with ``--quick``)."""
-    if args.out is not None:
-        return args.out
-    return RESULTS / "quick" if args.quick else RESULTS
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark and write its files; prints the summary table. Returns the exit code."""
-    started = time.perf_counter()
-    # Idle OpenMP threads (numba's and torch's) sleep instead of spinning: on a machine shared
-    # with other work, spinning threads steal the cores the busy ones need. Read when the OpenMP
-    # runtime loads, so it applies only if torch and numba's threads have not started yet.
-    if "OMP_WAIT_POLICY" in os.environ:
-        return _run(args, started)
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    try:
-        return _run(args, started)
-    finally:  # the process's environment as it was, for whatever runs after
-        del os.environ["OMP_WAIT_POLICY"]
+    """Run each chosen family and write its files; prints its table. Returns the exit code.
 
-
-def _run(args: argparse.Namespace, started: float) -> int:
+    The threads' environment (idle BLAS and OpenMP threads sleep) is set once, by
+    :func:`lattn_edu.cli.main`, before numpy loads."""
     try:
         import torch  # noqa: F401
     except ImportError:
         print(f"lattn-edu bench: {NEEDS_TORCH}", file=sys.stderr)
         return 2
-    if args.gated:
-        from .gated import run as run_gated
-
-        return run_gated(args, started)
     try:
-        settings = settings_from(args)
+        chosen = [(FAMILIES[name], settings_from(args, FAMILIES[name])) for name in dict.fromkeys(args.families)]
     except ValueError as err:
         print(f"lattn-edu bench: {err}", file=sys.stderr)
         return 2
-    out = output_folder(args)
-    out.mkdir(parents=True, exist_ok=True)
     backends = tuple(args.backends) if args.backends else la.available_backends()
-    found = timed_methods(backends)
-    load_start = os.getloadavg() if hasattr(os, "getloadavg") else None
-    progress = tqdm(total=len(settings.dims) * (len(found) * (len(settings.sizes) + 1))
-                    + len(settings.dims) * len(settings.decode_sizes) + 2,
-                    desc="lattn-edu bench", disable=args.no_progress, file=sys.stderr)
-
-    progress.set_postfix_str("checking every method against the reference")
-    correctness = check_correctness(found, settings.dims)
-    advance(progress, len(settings.dims) * len(found), "checked")
-    wrong = [c for c in correctness if not c["ok"]]
-    if wrong:
-        progress.close()
-        for c in wrong:
-            print(f"lattn-edu bench: {c['method']} (d={c['d']}) disagrees with the float64 reference: "
-                  f"relative error {c['relative_error']:.2e} > {TOLERANCE:g}", file=sys.stderr)
-        return 1
-    sgemm_start = measure_sgemm(settings.sgemm_size)
-    advance(progress, 1, "sgemm")
-    rows = benchmark_shapes(found, settings, progress)
-    decode = benchmark_decoding(settings.dims, settings.decode_sizes, settings.decode_steps, progress)
-    sgemm_end = measure_sgemm(settings.sgemm_size)
-    sgemm_avx512 = measure_sgemm_avx512(settings.sgemm_size)
-    advance(progress, 1, "sgemm")
-    progress.close()
-
-    shapes = per_shape_summary(rows, settings.dims, settings.sizes)
-    decoding = decode_summary(decode)
-    record = {
-        "schema": 1,
-        "description": __doc__.split("\n\n")[1].replace("\n", " "),
-        "arguments": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                      if k != "command"},
-        "quick": bool(args.quick),
-        "recorded": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": machine_info(engines=True),
-        "settings": {**{k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.__dict__.items()},
-                     "chunk_size": CHUNK, "eps": EPS, "dtype": "float32", "feature_map": "elu+1",
-                     "flops_per_token": "4*d*d_v (linear); (N+1)*(d+d_v) (causal softmax)",
-                     "backends": list(backends)},
-        "load_average_start": list(load_start) if load_start else None,
-        "other_processes_cores": _busy_elsewhere(rows),
-        "load_average_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "sgemm": {"size": settings.sgemm_size, "gflops_start": sgemm_start, "gflops_end": sgemm_end,
-                  "avx512_kernels": sgemm_avx512},
-        "correctness": correctness,
-        "results": rows,
-        "decode": decode,
-        "summary": {"per_shape": shapes, "crossover": crossovers(rows, settings.dims), "decode": decoding,
-                    "targets": targets(shapes, decoding)},
-    }
-    write_csv(rows, out / "bench.csv")
-    plots = [] if args.no_plots else write_plots(record, out)
-    record["wall_seconds"] = time.perf_counter() - started
-    recorded = args.out is None and not args.quick  # the run the chapters read
-    path = (records.save_record("bench.json", record) if recorded
-            else records.write_record(record, out / "bench.json"))
-    print(report(record))
-    print(f"written: {path}; to {out}: {', '.join(['bench.csv', *plots])}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for family, settings in chosen:
+        code = _run_family(family, settings, backends, args)
+        if code:
+            return code
     return 0
 
 
-def _busy_elsewhere(rows: list[dict]) -> dict | None:
-    """Mean and largest number of cores other processes kept busy while the shapes were timed."""
-    per_shape = {(r["d"], r["n"]): r.get("other_processes_cores") for r in rows}
-    values = [v for v in per_shape.values() if v is not None]
-    return {"mean": float(np.mean(values)), "max": float(np.max(values))} if values else None
+def _run_family(family: Family, settings: Settings, backends: tuple[str, ...], args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    progress = tqdm(total=progress_steps(settings), desc=f"lattn-edu bench {family.name}",
+                    disable=args.no_progress, file=sys.stderr)
+    record, correctness = run_family(family, settings, backends, progress)
+    progress.close()
+    if record is None:
+        for c in correctness:
+            if not c["ok"]:
+                print(f"lattn-edu bench: {c['method']} (d={c['d']}) disagrees with the float64 reference: "
+                      f"relative error {c['relative_error']:.2e} > {TOLERANCE:g}", file=sys.stderr)
+        return 1
+    record = {"arguments": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                            if k != "command"},
+              "quick": bool(args.quick), **record}
+    written = []
+    if family.csv_fields:
+        write_csv(record["results"], args.out / "bench.csv", family.csv_fields)
+        written.append("bench.csv")
+    if family.plots and not args.no_plots:
+        written += write_plots(record, args.out, family.plots)
+    record["wall_seconds"] = time.perf_counter() - started
+    path = records.save_record(record, args.out / family.record_name)
+    print(family.report(record))
+    print(f"written: {', '.join(str(args.out / name) for name in [path.name, *written])}")
+    return 0

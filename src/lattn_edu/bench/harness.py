@@ -1,12 +1,12 @@
-"""The timing harness of ``lattn-edu bench``: correctness first, then interleaved rounds (chapter 9).
+"""The one runner of ``lattn-edu bench``: correctness first, then interleaved rounds (chapter 9).
 
-Every method is first checked against the float64 numpy reference (which also compiles
-the numba kernels). Then, shape by shape, each method's call is timed once per round, all
-methods in turn, so that whatever else the machine does meanwhile slows them alike and
-their ratios hold even when the absolute times drift. A numpy sgemm runs in the same
-rounds as the ceiling, and :class:`OtherLoad` records how busy other processes kept the
-cores. Decoding is timed last: one token through a fixed-size state against a growing
-KV cache.
+:func:`run_family` runs any :class:`.methods.Family` the same way. Every method is first
+checked against the family's float64 numpy reference (which also compiles the numba
+kernels). Then, shape by shape, each method's call is timed once per round, all methods in
+turn, so that whatever else the machine does meanwhile slows them alike and their ratios
+hold even when the absolute times drift. Where the family asks for it, a numpy sgemm runs in
+the same rounds as the ceiling, and :class:`OtherLoad` records how busy other processes kept
+the cores. Decoding is timed last, the family's own way, and the family summarises the run.
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ from typing import Any, Callable
 import numpy as np
 from tqdm import tqdm
 
-import lattn_edu as la
-
 from ..compare import relative_error
-from ..machine import cpu_simd
-from .methods import EPS, SGEMM, TOLERANCE, Method, Settings, linear_flops, make_inputs, softmax_flops
+from ..machine import cpu_simd, machine_info
+from .methods import SGEMM, TOLERANCE, Family, Method, Settings, Shape
 
 
 class OtherLoad:
@@ -127,31 +125,57 @@ def measure_sgemm_avx512(size: int) -> dict | None:
     return {**found, "environment": "OPENBLAS_CORETYPE=SkylakeX"}
 
 
-def check_correctness(found: list[Method], dims: tuple[int, ...], n: int = 200,
-                      bh: int = 4) -> list[dict]:
-    """Every method against the float64 numpy reference on a small case (N not a multiple
-    of the chunk); also compiles the numba kernels before anything is timed."""
+def check_correctness(family: Family, found: list[Method], dims: tuple[int, ...], n: int = 200,
+                      bh: int = 4, progress: tqdm | None = None) -> list[dict]:
+    """Every method against the family's float64 numpy reference on a small case (N not a
+    multiple of the chunk); also compiles the numba kernels before anything is timed."""
     import torch
 
     rows = []
     for d in dims:
-        x = make_inputs(n, d, bh, seed=7)
-        q, k, v = (a.astype(np.float64) for a in (x.q, x.k, x.v))
-        reference = {"linear": la.linear_attention(q, k, v, causal=True, form="quadratic", eps=EPS),
-                     "softmax": la.softmax_attention(q, k, v, causal=True)}
+        x = family.make_inputs(n, d, bh, seed=7)
+        expected: dict[str, np.ndarray] = {}
         for method in found:
-            if method.family == "sgemm":
-                continue
+            if method.family not in expected:
+                expected[method.family] = family.reference(method.family, x)
+            want = expected[method.family]
             with torch.inference_mode():
-                expected = reference[method.family]
-                error = relative_error(method.build(x)().reshape(expected.shape), expected)  # peers keep a head axis
-            rows.append({"method": method.name, "d": d, "n": n, "batch_heads": bh,
-                         "relative_error": error, "ok": error <= TOLERANCE})
+                error = relative_error(method.build(x)().reshape(want.shape), want)  # peers keep a head axis
+            rows.append({"method": method.name, "family": method.family, "origin": method.origin, "d": d,
+                         "n": n, "batch_heads": bh, "relative_error": error, "ok": error <= TOLERANCE})
+        if progress is not None:
+            advance(progress, 1, f"d={d} checked against the reference")
     return rows
 
 
-def benchmark_shapes(found: list[Method], settings: Settings, progress: tqdm) -> list[dict]:
-    """All methods on every (d, N); a method that hits a limit is recorded as skipped from there on."""
+def _within_limits(found: list[Method], n: int, d: int, settings: Settings, last: dict[str, tuple[int, float]],
+                   stopped: dict[str, str]) -> tuple[list[Method], list[tuple[Method, str]]]:
+    """(methods to time at (d, N), [(method, why not)]): a method stops for good once a call
+    would pass the memory budget or, predicted from its last size, the time limit."""
+    active, skipped = [], []
+    for method in found:
+        reason = stopped.get(method.name)
+        extra = method.extra_bytes(n, d, settings.batch_heads)
+        if reason is None and extra > settings.memory_budget:
+            reason = (f"needs ~{extra / 2**30:.1f} GiB beyond its inputs, over the "
+                      f"{settings.memory_budget / 2**30:.0f} GiB budget")
+        if reason is None and method.name in last:
+            n_prev, t_prev = last[method.name]
+            predicted = t_prev * (n / n_prev) ** method.time_exponent
+            if predicted > settings.max_call_s:
+                reason = (f"predicted {predicted:.1f} s per call from {t_prev:.2f} s at "
+                          f"N = {n_prev:,}, over the {settings.max_call_s:g} s limit")
+        if reason is None:
+            active.append(method)
+        else:
+            stopped[method.name] = reason
+            skipped.append((method, reason))
+    return active, skipped
+
+
+def benchmark_shapes(family: Family, found: list[Method], settings: Settings, progress: tqdm) -> list[dict]:
+    """All methods on every (d, N), interleaved round by round; the family turns each shape's
+    timings into rows. A method that hits a limit is skipped from there on."""
     import torch
 
     rows: list[dict] = []
@@ -160,93 +184,72 @@ def benchmark_shapes(found: list[Method], settings: Settings, progress: tqdm) ->
         last: dict[str, tuple[int, float]] = {}  # method -> (N, median seconds) at its last size
         stopped: dict[str, str] = {}
         for n in settings.sizes:
-            bh = settings.batch_heads
-            active, skipped = [], []
-            for method in found:
-                reason = stopped.get(method.name)
-                extra = method.extra_bytes(n, d, bh)
-                if reason is None and extra > settings.memory_budget:
-                    reason = (f"needs ~{extra / 2**30:.1f} GiB beyond its inputs, over the "
-                              f"{settings.memory_budget / 2**30:.0f} GiB budget")
-                if reason is None and method.name in last:
-                    n_prev, t_prev = last[method.name]
-                    predicted = t_prev * (n / n_prev) ** method.time_exponent
-                    if predicted > settings.max_call_s:
-                        reason = (f"predicted {predicted:.1f} s per call from {t_prev:.2f} s at "
-                                  f"N = {n_prev:,}, over the {settings.max_call_s:g} s limit")
-                if reason is None:
-                    active.append(method)
-                else:
-                    stopped[method.name] = stopped.get(method.name, reason)
-                    skipped.append((method, stopped[method.name]))
-            x = make_inputs(n, d, bh)
+            active, skipped = _within_limits(found, n, d, settings, last, stopped)
+            x = family.make_inputs(n, d, settings.batch_heads)
             calls = {m.name: m.build(x) for m in active}
-            calls[SGEMM] = sgemm_call(settings.sgemm_size)
-            estimates = {}
+            if settings.sgemm_size is not None:
+                calls[SGEMM] = sgemm_call(settings.sgemm_size)
             with torch.inference_mode():
-                for name, call in calls.items():
-                    estimates[name] = time_once(call)  # the untimed first call: caches, allocations
+                estimates = {name: time_once(call) for name, call in calls.items()}  # untimed first call
                 others.cores()
                 samples = time_interleaved(calls, estimates, settings)
             busy_elsewhere = others.cores()
-            sgemm_seconds = float(np.median(samples[SGEMM]))
-            sgemm_gflops = 2.0 * settings.sgemm_size**3 / sgemm_seconds / 1e9
-            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            sgemm_gflops = (None if settings.sgemm_size is None
+                            else 2.0 * settings.sgemm_size**3 / float(np.median(samples[SGEMM])) / 1e9)
             for method in active:
-                times = np.array(samples[method.name])
-                median = float(np.median(times))
-                last[method.name] = (n, median)
-                flops = (linear_flops if method.family == "linear" else softmax_flops)(n, d, d, bh)
-                rows.append({**_describe(method), "d": d, "n": n, "batch_heads": bh, "status": "ok",
-                             "reason": "", "median_s": median, "min_s": float(times.min()),
-                             "max_s": float(times.max()), "runs": len(times),
-                             "gflops": flops / median / 1e9, "sgemm_gflops_same_rounds": sgemm_gflops,
-                             "load_average": load, "other_processes_cores": busy_elsewhere})
-            for method, reason in skipped:
-                rows.append({**_describe(method), "d": d, "n": n, "batch_heads": bh, "status": "skipped",
-                             "reason": reason, "median_s": None, "min_s": None, "max_s": None, "runs": 0,
-                             "gflops": None, "sgemm_gflops_same_rounds": sgemm_gflops, "load_average": load,
-                             "other_processes_cores": busy_elsewhere})
+                last[method.name] = (n, float(np.median(samples[method.name])))
+            rows.extend(family.shape_rows(Shape(d, n, settings.batch_heads, active, skipped, samples, sgemm_gflops,
+                                                _load_average(), busy_elsewhere)))
             del x, calls
-            advance(progress, len(found), f"d={d} N={n:,}: {len(active)} methods timed")
+            advance(progress, 1, f"d={d} N={n:,}: {len(active)} methods timed")
     return rows
 
 
-def _describe(method: Method) -> dict:
-    return {"method": method.name, "family": method.family, "origin": method.origin,
-            "backend": method.backend, "form": method.form}
+def _load_average() -> float | None:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
-def benchmark_decoding(dims: tuple[int, ...], sizes: tuple[int, ...], steps: int,
-                       progress: tqdm, seed: int = 3) -> list[dict]:
-    """Per-token time of one decoding step with N tokens already seen: the fixed-size
-    LinearAttentionState against the growing SoftmaxKVCache (float32, one head).
+def progress_steps(settings: Settings) -> int:
+    """Steps of :func:`run_family`'s progress bar: per head width, the check, each size and
+    decoding (a family's ``decode`` advances once per head width), and the sgemm at each end."""
+    return len(settings.dims) * (len(settings.sizes) + 2) + (2 if settings.sgemm_size is not None else 0)
 
-    Each is stepped in its own loop, as a decoder would run it (a KV-cache step streams the whole
-    cache through memory and would evict the state from the caches if they alternated). The
-    cache gains one token per step, so its steps are kept to at most 5% of N."""
-    rows = []
-    rng = np.random.default_rng(seed)
-    for d in dims:
-        for n in sizes:
-            keys = rng.standard_normal((n, d), dtype=np.float32)
-            values = rng.standard_normal((n, d), dtype=np.float32)
-            state = la.LinearAttentionState(d, d, dtype=np.float32)
-            state.update(la.elu_plus_one(keys), values)
-            cache = la.SoftmaxKVCache(d, d, dtype=np.float32, capacity=n + steps + 1)
-            for key, value in zip(keys, values):
-                cache.append(key, value)
-            cache_steps = max(10, min(steps, n // 20))
-            tokens = rng.standard_normal((max(steps, cache_steps), 3, d), dtype=np.float32)
-            features = la.elu_plus_one(tokens[:, :2])
-            state_times = [time_once(lambda: state.step(features[t, 0], features[t, 1], tokens[t, 2]))
-                           for t in range(steps)]
-            cache_times = [time_once(lambda: cache.step(tokens[t, 0], tokens[t, 1], tokens[t, 2]))
-                           for t in range(cache_steps)]
-            for name, times, held in (("LinearAttentionState.step", state_times, state.nbytes),
-                                      ("SoftmaxKVCache.step", cache_times, cache.nbytes)):
-                rows.append({"method": name, "d": d, "n": n, "steps": len(times),
-                             "median_s": float(np.median(times)), "p95_s": float(np.percentile(times, 95)),
-                             "bytes_held": int(held)})
-            advance(progress, 1, f"decoding d={d} N={n:,}")
-    return rows
+
+def run_family(family: Family, settings: Settings, backends: tuple[str, ...],
+               progress: tqdm) -> tuple[dict | None, list[dict]]:
+    """Check, time and summarise one family: (the record, without its wall time, or None when
+    a method disagrees with the reference; the correctness rows)."""
+    found = family.methods(backends)
+    load_start = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    correctness = check_correctness(family, found, settings.dims, progress=progress)
+    if not all(c["ok"] for c in correctness):
+        return None, correctness
+    sgemm: dict[str, Any] = {}
+    if settings.sgemm_size is not None:
+        sgemm = {"size": settings.sgemm_size, "gflops_start": measure_sgemm(settings.sgemm_size)}
+        advance(progress, 1, "sgemm")
+    rows = benchmark_shapes(family, found, settings, progress)
+    decode = family.decode(settings, progress)
+    if sgemm:
+        sgemm.update(gflops_end=measure_sgemm(settings.sgemm_size),
+                     avx512_kernels=measure_sgemm_avx512(settings.sgemm_size))
+        advance(progress, 1, "sgemm")
+    record = {
+        "schema": 1, "description": family.description,
+        "recorded": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(engines=True),
+        "settings": {**{k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.__dict__.items()},
+                     **family.notes(backends)},
+        "load_average_start": load_start, "other_processes_cores": _busy_elsewhere(rows),
+        "load_average_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        **({"sgemm": sgemm} if sgemm else {}),
+        "correctness": correctness, "results": rows, "decode": decode,
+        "summary": family.summarise(rows, decode, settings),
+    }
+    return record, correctness
+
+
+def _busy_elsewhere(rows: list[dict]) -> dict | None:
+    """Mean and largest number of cores other processes kept busy while the shapes were timed."""
+    per_shape = {(r["d"], r["n"]): r.get("other_processes_cores") for r in rows}
+    values = [v for v in per_shape.values() if v is not None]
+    return {"mean": float(np.mean(values)), "max": float(np.max(values))} if values else None

@@ -1,4 +1,11 @@
-"""What ``lattn-edu bench`` times: the methods, the shapes and how much to measure (chapter 9).
+"""What ``lattn-edu bench`` times: a family of methods, the shapes and how much to measure (chapter 9).
+
+A :class:`Family` is what the one runner (:func:`.harness.run_family`) needs to know about a
+group of methods timed side by side: how to build them and their inputs, what float64
+reference they must agree with, how to turn one shape's timings into rows, how to time
+decoding and what to summarise. :mod:`.families` lists the families; this module holds the
+linear-attention family's methods (ours, the peer, the softmax baselines) and the constants
+every family shares.
 
 Linear attention is credited with 4·d·d_v FLOPs per token (the state update and the read
 of the causal scan), whatever a form really computes, so every form and peer is rated on
@@ -9,7 +16,7 @@ pass the memory budget or the time limit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -36,7 +43,7 @@ SGEMM = "numpy sgemm"
 
 @dataclass(frozen=True)
 class Settings:
-    """How much to measure: the full recorded run, or ``--quick``."""
+    """How much to measure: a family's full recorded run, or its ``--quick`` run."""
 
     sizes: tuple[int, ...]
     dims: tuple[int, ...]
@@ -46,7 +53,7 @@ class Settings:
     shape_seconds: float  # aim for about this much timed work per shape
     max_call_s: float  # a method stops growing N once its next call would take longer
     memory_budget: float  # bytes a method may allocate beyond its inputs
-    sgemm_size: int
+    sgemm_size: int | None  # numpy's sgemm at this size is timed in every round; None: not timed
     decode_sizes: tuple[int, ...]
     decode_steps: int
 
@@ -71,6 +78,43 @@ class Method:
     build: Callable[["Inputs"], Callable[[], Any]]
     extra_bytes: Callable[[int, int, int], float]  # (N, d, batch·heads) -> bytes beyond the inputs
     time_exponent: int  # 2 when the time grows like N², for predicting the next size
+    flops: Callable[[int, int, int], float] | None = None  # (N, d, batch·heads) -> FLOPs credited
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One shape's timings, as the runner hands them to a family's ``shape_rows``."""
+
+    d: int
+    n: int
+    batch_heads: int
+    timed: list[Method]
+    skipped: list[tuple[Method, str]]  # (method, why it was not timed)
+    samples: dict[str, list[float]]  # method name -> seconds of each round
+    sgemm_gflops: float | None  # numpy's sgemm in the same rounds, when the family times it
+    load_average: float | None
+    other_processes_cores: float | None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of methods ``lattn-edu bench`` times side by side, described as data for the runner."""
+
+    name: str  # the --families choice
+    record_name: str  # the JSON file a run writes
+    description: str  # what the record says it measured
+    full: Settings
+    quick: Settings
+    methods: Callable[[tuple[str, ...]], list[Method]]  # (backends) -> what to time
+    make_inputs: Callable[..., Any]  # (n, d, batch·heads, seed) -> one shape's inputs
+    reference: Callable[[str, Any], np.ndarray]  # (Method.family, inputs) -> float64 output
+    shape_rows: Callable[[Shape], list[dict]]  # one shape's timings -> the record's rows
+    decode: Callable[[Settings, Any], list[dict]]  # (settings, progress) -> decoding rows
+    summarise: Callable[[list[dict], list[dict], Settings], dict]  # (rows, decode, settings)
+    report: Callable[[dict], str]  # the record -> the table the command prints
+    notes: Callable[[tuple[str, ...]], dict]  # (backends) -> what the record's settings add
+    csv_fields: tuple[str, ...] = ()  # columns of the CSV table of rows; () writes none
+    plots: dict[str, Callable[[dict], Any]] = field(default_factory=dict)  # PNG name -> plot(record)
 
 
 @dataclass
@@ -110,7 +154,8 @@ def _our_forms(backends: tuple[str, ...]) -> list[Method]:
                 return lambda: la.linear_attention(q, k, v, causal=True, form=form, backend=backend,
                                                    chunk_size=CHUNK, eps=EPS)
             found.append(Method(f"{backend} {form}", "linear", "ours", backend, form, build,
-                                _linear_extra_bytes(backend, form), 2 if form == "quadratic" else 1))
+                                _linear_extra_bytes(backend, form), 2 if form == "quadratic" else 1,
+                                _linear_work))
     return found
 
 
@@ -124,23 +169,23 @@ def timed_methods(backends: tuple[str, ...]) -> list[Method]:
         found.append(Method(
             KERNEL, "linear", "ours", "numba", "chunkwise",
             lambda x: lambda: numba_backend.chunkwise_elu_linear_attention(x.q, x.k, x.v, True, EPS, CHUNK),
-            _linear_extra_bytes("numba", "chunkwise"), 1))
+            _linear_extra_bytes("numba", "chunkwise"), 1, _linear_work))
     found.append(Method(
         PEER, "linear", "peer", "torch", "chunkwise",
         lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=CHUNK, eps=EPS),
-        _linear_extra_bytes("torch", "chunkwise"), 1))
+        _linear_extra_bytes("torch", "chunkwise"), 1, _linear_work))
     found.append(Method(
         SOFTMAX_OURS, "softmax", "ours", "numba", "flash",
         lambda x: lambda: numba_softmax.softmax_attention(x.q, x.k, x.v, causal=True),
-        lambda n, d, bh: 0.0, 2))
+        lambda n, d, bh: 0.0, 2, _softmax_work))
     found.append(Method(
         SOFTMAX_SDPA, "softmax", "peer", "torch", "sdpa",
         lambda x: lambda: peers.sdpa_causal_softmax_attention(x.tq[None], x.tk[None], x.tv[None]),
-        lambda n, d, bh: 0.0, 2))
+        lambda n, d, bh: 0.0, 2, _softmax_work))
     found.append(Method(
         "numpy softmax", "softmax", "ours", "numpy", "materialised",
         lambda x: lambda: la.softmax_attention(x.q, x.k, x.v, causal=True, max_matrix_bytes=2**40),
-        lambda n, d, bh: 4 * bh * n * n * FLOAT_BYTES, 2))
+        lambda n, d, bh: 4 * bh * n * n * FLOAT_BYTES, 2, _softmax_work))
     return found
 
 
@@ -154,9 +199,25 @@ def softmax_flops(n: int, d: int, d_v: int, bh: int) -> float:
     return float(n) * (n + 1) * (d + d_v) * bh
 
 
+def _linear_work(n: int, d: int, bh: int) -> float:
+    return linear_flops(n, d, d, bh)  # d_v = d in every benchmarked shape
+
+
+def _softmax_work(n: int, d: int, bh: int) -> float:
+    return softmax_flops(n, d, d, bh)
+
+
 def make_inputs(n: int, d: int, bh: int, seed: int = 0) -> Inputs:
     """Seeded float32 q, k, v [bh, N, d] and torch views of the same memory."""
     import torch
 
     q, k, v = np.random.default_rng(seed).standard_normal((3, bh, n, d), dtype=np.float32)
     return Inputs(q, k, v, torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))
+
+
+def reference(family: str, x: Inputs) -> np.ndarray:
+    """The float64 numpy output a method of ``family`` ('linear' or 'softmax') must match on x."""
+    q, k, v = (a.astype(np.float64) for a in (x.q, x.k, x.v))
+    if family == "linear":
+        return la.linear_attention(q, k, v, causal=True, form="quadratic", eps=EPS)
+    return la.softmax_attention(q, k, v, causal=True)

@@ -126,8 +126,8 @@ def _group(items: list[dict], key: str) -> dict[Any, list[dict]]:
     return groups
 
 
-def write_plots(record: dict, out: Path) -> list[str]:
-    """Every plot of :data:`PLOTS` as a PNG in ``out``, in the book's style; returns the file names."""
+def write_plots(record: dict, out: Path, plots: dict[str, Callable[[dict], Any]] = PLOTS) -> list[str]:
+    """Every plot of ``plots`` (:data:`PLOTS`) as a PNG in ``out``, in the book's style; returns the file names."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -137,7 +137,7 @@ def write_plots(record: dict, out: Path) -> list[str]:
 
     use_book_style()
     written = []
-    for name, plot in PLOTS.items():
+    for name, plot in plots.items():
         fig = plot(record)
         fig.savefig(out / name, dpi=110)
         plt.close(fig)

@@ -21,18 +21,18 @@ CSV_FIELDS = ("method", "family", "origin", "backend", "form", "d", "n", "batch_
               "other_processes_cores")
 
 
-def write_csv(rows: list[dict], path: Path) -> None:
-    """The timed and skipped rows of a run as CSV, the columns of :data:`CSV_FIELDS`."""
+def write_csv(rows: list[dict], path: Path, fields: tuple[str, ...] = CSV_FIELDS) -> None:
+    """The timed and skipped rows of a run as CSV, the columns ``fields`` (:data:`CSV_FIELDS`)."""
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_FIELDS})
+            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in fields})
 
 
 def load_results(path: str | os.PathLike | None = None, name: str = "bench.json") -> dict:
-    """A benchmark record: the file at ``path`` (a run written with ``--out`` or ``--quick``),
-    else the recorded ``name`` through :func:`lattn_edu.records.load_record`."""
+    """A benchmark record: the file at ``path`` (a run of ``lattn-edu bench``), else the
+    packaged ``name`` through :func:`lattn_edu.records.load_record`."""
     if path is None:
         return records.load_record(name)
     if not Path(path).is_file():
