@@ -63,7 +63,7 @@ def ut_transform(k: Any, beta: Any, log_decay: Any = None) -> Any:
     check_finite(k, "k")
     check_finite(beta, "beta")
     xp, c = array_namespace(k), k.shape[-2]
-    g = xp.zeros(beta.shape, dtype=k.dtype, device=device(k)) if log_decay is None else log_decay
+    g = xp.zeros(c, dtype=k.dtype, device=device(k)) if log_decay is None else log_decay  # [C] broadcasts
     a = xp.tril(beta[..., :, None] * (k @ xp.matrix_transpose(k)) * decay_mask(g), k=-1)  # strictly lower
     identity = xp.eye(c, dtype=k.dtype, device=device(k))
     if hasattr(xp.linalg, "solve_triangular"):  # torch

@@ -37,9 +37,14 @@ GATED_FORMS = ("recurrent", "parallel", "chunkwise")
 
 
 def per_key_log_decay(log_decay: Any, q: Any) -> Any:
-    """log_decay as [..., N, 1] (scalar per step) or [..., N, d_k] (vector), zeros for None."""
+    """log_decay as [..., N, 1] (scalar per step) or [..., N, d_k] (vector).
+
+    None gives zeros [1, ..., 1, N, 1]: one row that broadcasts over the leading axes, so the
+    decay mask of no decay is built once per chunk, not once per batch and head.
+    """
     if log_decay is None:
-        return array_namespace(q).zeros(q.shape[:-1] + (1,), dtype=q.dtype, device=device(q))
+        shape = (1,) * (q.ndim - 2) + (q.shape[-2], 1)
+        return array_namespace(q).zeros(shape, dtype=q.dtype, device=device(q))
     return log_decay[..., None] if log_decay.ndim == q.ndim - 1 else log_decay
 
 
