@@ -12,7 +12,7 @@ Steps:
    (float32 within 1e-4, bfloat16 within 2e-2, RMS relative); it stops if one is off;
 2. timing: causal attention, batch·heads = 8 (one batch of 8 heads), d in (64, 128), N from
    1,024 to 65,536, in float32 and bfloat16: the torch backend's chunkwise form
-   (``lattn_edu.backends.torch_backend.chunkwise_linear_attention`` on elu+1 features, chunks
+   (its gated form without decay on [V | 1], elu+1 features, then one division; chunks
    of 64), the peer, and ``scaled_dot_product_attention(is_causal=True)`` (FlashAttention in
    bfloat16). Each point is the median of repeated calls timed with CUDA events after warm-up;
 3. gpu.json, where chapter 9 reads it: the times, GFLOP/s (4·d·d_v per token for linear
@@ -52,9 +52,13 @@ RECORD = records.repository_data(__file__, "gpu.json")  # where chapter 9 reads 
 
 
 def torch_chunkwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """The torch backend's chunkwise form on elu+1 features, in the inputs' dtype (bfloat16 too,
-    which lattn_edu.linear_attention's dtype check would refuse)."""
-    return torch_backend.chunkwise_linear_attention(F.elu(q) + 1, F.elu(k) + 1, v, True, EPS, CHUNK)
+    """Causal linear attention as the torch backend computes it, on elu+1 features and in the
+    inputs' dtype (bfloat16 too, which lattn_edu.linear_attention's dtype check would refuse):
+    the chunkwise gated form without decay on [V | 1], then one division."""
+    values = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # [V | 1]
+    chunkwise = torch_backend.GATED_FORMS["chunkwise"]
+    both, _ = chunkwise(F.elu(q) + 1, F.elu(k) + 1, values, None, 1.0, None, CHUNK)  # [..., N, d_v + 1]
+    return both[..., :-1] / (both[..., -1:] + EPS)
 
 
 def peer_chunkwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

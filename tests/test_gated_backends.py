@@ -1,7 +1,7 @@
 """The fast backends of gated linear attention and the delta rule against the numpy reference:
 every form of :mod:`lattn_edu.backends.numba_gated`, :mod:`~lattn_edu.backends.numba_delta` and
-:mod:`~lattn_edu.backends.torch_gated`, through the public functions, as the numpy float64
-recurrence computes them."""
+the torch backend (the shared references on tensors), through the public functions, as the
+numpy float64 recurrence computes them."""
 
 from __future__ import annotations
 

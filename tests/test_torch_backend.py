@@ -1,4 +1,4 @@
-"""Tests for lattn_edu.backends.torch_backend: every torch form against the numpy reference."""
+"""la.linear_attention on torch tensors (backend='torch'): every form against the numpy reference."""
 
 from __future__ import annotations
 
@@ -187,9 +187,13 @@ def test_chunkwise_gradients_finite_with_zero_eps(rng):
 
 
 def test_backend_protocol():
+    """The contract is the gated family's forms and to_backend; linear attention has no kernels
+    of its own (causal is the gated recurrence on [V | 1], non-causal two products)."""
     backend = get_backend("torch")
     assert "torch" in la.available_backends()
-    assert tuple(backend.FORMS) == la.linear.FORMS
+    assert tuple(backend.GATED_FORMS) == la.gated.GATED_FORMS
+    assert tuple(backend.DELTA_FORMS) == la.delta.DELTA_FORMS
+    assert callable(backend.to_backend) and not hasattr(backend, "FORMS")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

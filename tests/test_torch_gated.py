@@ -1,5 +1,6 @@
-"""The torch forms of gated linear attention and the delta rule (lattn_edu.backends.torch_gated):
-autograd through every form, tensors in and out on any device."""
+"""Gated linear attention and the delta rule on torch tensors (the shared references of
+lattn_edu.gated and lattn_edu.delta, run by the torch backend): autograd through every form,
+tensors in and out on any device."""
 
 from __future__ import annotations
 

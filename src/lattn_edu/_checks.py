@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+import array_api_compat
 import numpy as np
 
 FLOAT_DTYPES = ("float32", "float64")
@@ -20,13 +21,10 @@ def is_torch_tensor(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
-def array_namespace(x: Any) -> Any:
-    """numpy, or torch for a tensor: code that uses only names both share runs on either."""
-    if is_torch_tensor(x):
-        import torch
-
-        return torch
-    return np
+def array_namespace(*arrays: Any) -> Any:
+    """The array API namespace of numpy arrays or torch tensors (array-api-compat's wrapper of
+    numpy or torch): code that uses only the standard's names runs on either. None is skipped."""
+    return array_api_compat.array_namespace(*arrays)
 
 
 def dtype_name(x: Any) -> str:

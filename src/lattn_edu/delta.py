@@ -24,77 +24,84 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from array_api_compat import device
 
-from ._checks import (check_beta, check_bool, check_choice, check_finite, check_initial_state, check_log_decay,
-                      check_positive_int, check_qkv, check_scale)
-from .gated import decay_mask, per_key_log_decay, run_recurrence, start_state
+from ._checks import (array_namespace, check_beta, check_bool, check_choice, check_finite, check_initial_state,
+                      check_log_decay, check_positive_int, check_qkv, check_scale)
+from .gated import decay_mask, per_key_log_decay, read_state, run_recurrence, start_state
 
 DELTA_FORMS = ("recurrent", "chunkwise")
 
 
-def recurrent_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
-                         log_decay: np.ndarray | None, scale: float,
-                         initial_state: np.ndarray | None = None,
-                         chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def recurrent_delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, scale: float,
+                         initial_state: Any = None, chunk_size: int | None = None) -> tuple[Any, Any]:
     """One token at a time: decay, read what k_t retrieves, write back β_t times the error."""
+    xp = array_namespace(q)
     g = per_key_log_decay(log_decay, q)  # [..., N, 1]
     state = start_state(initial_state, k, v)  # S  [..., d_k, d_v]
-    out = np.empty(v.shape, dtype=v.dtype)
+    outputs = []  # o_t  [..., d_v] each
     for t in range(q.shape[-2]):
         k_t, b_t = k[..., t, :], beta[..., t, None]  # [..., d_k], [..., 1]
-        state = np.exp(g[..., t, :, None]) * state
-        error = v[..., t, :] - np.einsum("...k,...kv->...v", k_t, state)  # v_t − Sᵀk_t  [..., d_v]
+        state = xp.exp(g[..., t, :, None]) * state
+        error = v[..., t, :] - read_state(k_t, state)  # v_t − Sᵀk_t  [..., d_v]
         state = state + k_t[..., :, None] * (b_t * error)[..., None, :]
-        out[..., t, :] = scale * np.einsum("...k,...kv->...v", q[..., t, :], state)
-    return out, state
+        outputs.append(scale * read_state(q[..., t, :], state))
+    return xp.stack(outputs, axis=-2), state
 
 
-def ut_transform(k: np.ndarray, beta: np.ndarray, log_decay: np.ndarray | None = None) -> np.ndarray:
+def ut_transform(k: Any, beta: Any, log_decay: Any = None) -> Any:
     """T = (I + A)⁻¹ for one chunk, A[i, j] = β_i (k_i·k_j) Π_{l=j+1..i} exp(g_l) for j < i.
 
     k [..., C, d_k], beta [..., C], log_decay None or [..., C]; returns [..., C, C], lower
     triangular with a unit diagonal. Row i needs rows j < i: this forward substitution is
     the part of a chunk that stays sequential. NaN or inf in k or beta is refused by name.
+
+    On torch the same solve is one call to ``torch.linalg.solve_triangular`` (the array API
+    has no triangular solve): C dependent steps would be C small launches on a GPU, and
+    autograd would keep every partial T, O(C³) numbers per chunk, where the solve keeps T.
     """
     check_finite(k, "k")
     check_finite(beta, "beta")
-    c = k.shape[-2]
-    g = np.zeros(beta.shape, dtype=k.dtype) if log_decay is None else log_decay
-    a = beta[..., :, None] * (k @ k.swapaxes(-1, -2)) * decay_mask(g)  # [..., C, C]
-    a = np.where(np.tri(c, k=-1, dtype=bool), a, 0)  # strictly lower
-    t_matrix = np.broadcast_to(np.eye(c, dtype=k.dtype), a.shape).copy()
-    for i in range(1, c):  # row i of (I + A) T = I:  T_i = e_i − Σ_{j<i} A_ij T_j
-        t_matrix[..., i, :] -= np.einsum("...j,...jc->...c", a[..., i, :i], t_matrix[..., :i, :])
+    xp, c = array_namespace(k), k.shape[-2]
+    g = xp.zeros(c, dtype=k.dtype, device=device(k)) if log_decay is None else log_decay  # [C] broadcasts
+    a = xp.tril(beta[..., :, None] * (k @ xp.matrix_transpose(k)) * decay_mask(g), k=-1)  # strictly lower
+    identity = xp.eye(c, dtype=k.dtype, device=device(k))
+    if hasattr(xp.linalg, "solve_triangular"):  # torch
+        return xp.linalg.solve_triangular(identity + a, xp.broadcast_to(identity, a.shape), upper=False,
+                                          unitriangular=True)
+    t_matrix = xp.zeros(a.shape[:-2] + (0, c), dtype=k.dtype, device=device(k))  # rows of T so far
+    for i in range(c):  # row i of (I + A) T = I:  T_i = e_i − Σ_{j<i} A_ij T_j
+        row = identity[i:i + 1, :] - a[..., i:i + 1, :i] @ t_matrix  # [..., 1, C]
+        t_matrix = xp.concat([t_matrix, row], axis=-2)
     return t_matrix
 
 
-def chunkwise_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
-                         log_decay: np.ndarray | None, scale: float,
-                         initial_state: np.ndarray | None = None,
-                         chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def chunkwise_delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, scale: float,
+                         initial_state: Any = None, chunk_size: int = 64) -> tuple[Any, Any]:
     """Chunks of C tokens: the UT transform turns the chunk's C updates into matrix products.
 
     With b_t = Σ g over the chunk up to t, L the chunk's decay mask and S the state before it:
     U = T (diag(β) V − diag(β ⊙ exp(b)) K S),   O = scale · (diag(exp(b)) Q S + ((Q Kᵀ) ⊙ L) U),
     S_after = exp(b_last) S + (K ⊙ exp(b_last − b))ᵀ U.
     """
+    xp = array_namespace(q)
     g = per_key_log_decay(log_decay, q)[..., 0]  # [..., N]
     state = start_state(initial_state, k, v)  # S before the chunk  [..., d_k, d_v]
-    out = np.empty(v.shape, dtype=v.dtype)
+    outputs = []  # one [..., C, d_v] per chunk
     for start in range(0, q.shape[-2], chunk_size):
         chunk = slice(start, start + chunk_size)
         q_c, k_c, v_c = q[..., chunk, :], k[..., chunk, :], v[..., chunk, :]  # [..., C, ·]
         b_c, g_c = beta[..., chunk, None], g[..., chunk]  # [..., C, 1], [..., C]
-        decay_in = np.exp(np.cumsum(g_c, axis=-1))[..., None]  # exp(b_t)  [..., C, 1]
+        decay_in = xp.exp(xp.cumulative_sum(g_c, axis=-1))[..., None]  # exp(b_t)  [..., C, 1]
         t_matrix = ut_transform(k_c, beta[..., chunk], g_c)  # [..., C, C]
         w = t_matrix @ (b_c * decay_in * k_c)  # W  [..., C, d_k]
         u = t_matrix @ (b_c * v_c) - w @ state  # pseudo-values U  [..., C, d_v]
         mask = decay_mask(g_c)  # L  [..., C, C]
-        out[..., chunk, :] = scale * ((decay_in * q_c) @ state + ((q_c @ k_c.swapaxes(-1, -2)) * mask) @ u)
+        weights = (q_c @ xp.matrix_transpose(k_c)) * mask  # (Q Kᵀ) ⊙ L  [..., C, C]
+        outputs.append(scale * ((decay_in * q_c) @ state + weights @ u))
         decay_out = mask[..., -1, :, None]  # exp(b_last − b_j) = last row of L  [..., C, 1]
-        state = decay_in[..., -1, :, None] * state + (k_c * decay_out).swapaxes(-1, -2) @ u
-    return out, state
+        state = decay_in[..., -1, :, None] * state + xp.matrix_transpose(k_c * decay_out) @ u
+    return xp.concat(outputs, axis=-2), state
 
 
 def delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = None, *, scale: float | None = None,
