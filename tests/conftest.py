@@ -221,8 +221,9 @@ class BookBuild:
         return self.folder / "html"
 
     def executed(self, notebook: Path) -> Path:
-        """Where the build keeps ``notebook`` (a path in this checkout) as it executed it."""
-        return self.folder / "jupyter_execute" / notebook.relative_to(ROOT)
+        """Where the build keeps ``notebook`` (a chapter's source in this checkout, a MyST
+        notebook) as it executed it: an .ipynb of the same name."""
+        return self.folder / "jupyter_execute" / notebook.relative_to(ROOT).with_suffix(".ipynb")
 
     def warnings(self) -> list[str]:
         return [line for line in self.log.splitlines()
