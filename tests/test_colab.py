@@ -209,6 +209,19 @@ def test_the_translation_gives_plain_markdown(tmp_path):
     assert set(resolved.used["book/myst/02-two"]["citations"]) == {"a1", "b2"}
 
 
+def test_recorded_titles_keep_their_math_and_code():
+    """A section title as the build records it for {ref} links (book/_ext/colab_labels.py):
+    Markdown, so that Colab typesets its math as the website does."""
+    from docutils import nodes
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import colab_labels
+
+    title = nodes.title("", "", nodes.Text("Error against softmax, as "), nodes.math("", "m"),
+                        nodes.Text(" grows, in "), nodes.literal("", "la.favor"))
+    assert colab_labels.markdown_text(title) == "Error against softmax, as $m$ grows, in `la.favor`"
+
+
 def test_an_exercise_of_another_chapter_is_no_exercise_of_this_one(tmp_path):
     plain_markdown, resolved, _ = tiny_book(tmp_path)
     first = plain_markdown.ChapterTranslator(resolved, "book/myst/01-one", {}, tmp_path)

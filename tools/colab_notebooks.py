@@ -99,22 +99,22 @@ def docname(source: Path) -> str:
     return source.relative_to(ROOT).with_suffix("").as_posix()
 
 
-def _build_file(build: Path, path: Path) -> Path:
+def built_labels(build: Path, config: dict) -> plain_markdown.Resolved:
+    """What the build in ``build`` resolved, for every page."""
+    path = build / LABELS
     if not path.is_file():
         raise BuildMissing(f"{path} is missing: build the site first "
                            f"(jupyter-book build . -W -n --keep-going), or pass its folder as --build")
-    return path
-
-
-def built_labels(build: Path, config: dict) -> plain_markdown.Resolved:
-    """What the build in ``build`` resolved, for every page."""
-    pages = json.loads(_build_file(build, build / LABELS).read_text(encoding="utf-8"))
-    return plain_markdown.Resolved(pages, plain_markdown.website_url(config))
+    return plain_markdown.Resolved(json.loads(path.read_text(encoding="utf-8")),
+                                   plain_markdown.website_url(config))
 
 
 def built_glue(build: Path, source: Path) -> dict[str, str]:
-    """The values the build in ``build`` glued into ``source``'s page, as the text shows them."""
-    path = _build_file(build, build / "jupyter_execute" / f"{docname(source)}.glue.json")
+    """The values the build in ``build`` glued into ``source``'s page, as the text shows them
+    (myst-nb writes no file for a page that glues nothing)."""
+    path = build / "jupyter_execute" / f"{docname(source)}.glue.json"
+    if not path.is_file():
+        return {}
     values = {}
     for name, output in json.loads(path.read_text(encoding="utf-8")).items():
         text = output["data"]["text/plain"]
