@@ -214,7 +214,9 @@ class BookBuild:
     returncode: int
     log: str
     seconds: float
-    folder: Path  # holds html/ (the site) and jupyter_execute/ (every executed notebook)
+    # html/ (the site), jupyter_execute/ (every executed notebook and its glued values) and
+    # colab_labels.json (what book/_ext/colab_labels.py recorded for the Colab editions)
+    folder: Path
 
     @property
     def html(self) -> Path:
