@@ -217,15 +217,18 @@ class BookBuild:
     returncode: int
     log: str
     seconds: float
-    folder: Path  # holds html/ (the site) and jupyter_execute/ (every executed notebook)
+    # html/ (the site), jupyter_execute/ (every executed notebook and its glued values) and
+    # colab_labels.json (what book/_ext/colab_labels.py recorded for the Colab editions)
+    folder: Path
 
     @property
     def html(self) -> Path:
         return self.folder / "html"
 
     def executed(self, notebook: Path) -> Path:
-        """Where the build keeps ``notebook`` (a path in this checkout) as it executed it."""
-        return self.folder / "jupyter_execute" / notebook.relative_to(ROOT)
+        """Where the build keeps ``notebook`` (a chapter's source in this checkout, a MyST
+        notebook) as it executed it: an .ipynb of the same name."""
+        return self.folder / "jupyter_execute" / notebook.relative_to(ROOT).with_suffix(".ipynb")
 
     def warnings(self) -> list[str]:
         return [line for line in self.log.splitlines()

@@ -4,8 +4,11 @@ Colab-like runtime, with no repository and no network.
 The runtime is Colab's published stack (STACK below), except for Python (3.11 here, 3.13 on
 Colab) and torch (2.13.0 here, 2.11.0+cpu on Colab): see the comment at STACK.
 
-The fast tests read the committed notebooks: in sync with their sources, no MyST left in
-the Markdown, quizzes and solutions folded, none at all in the student build.
+The fast tests read the committed notebooks: in sync with their sources and the labels and
+values they recorded, no MyST left in the Markdown, quizzes and solutions folded, none at
+all in the student build. After the session's strict build (``book_build`` in conftest.py),
+``tools/colab_notebooks.py --check`` runs against it: a committed edition whose numbers,
+titles or citations the build now resolves differently is stale.
 
 The end-to-end test builds Colab's stack in a virtual environment (cached under
 ``~/.cache/lattn-edu/``, keyed by the pinned list; built from scratch where it is missing),
@@ -36,7 +39,6 @@ from filelock import FileLock
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import colab_notebooks  # noqa: E402
-import sync_notebooks  # noqa: E402
 
 NOTEBOOKS = sorted(colab_notebooks.COLAB.glob("*.ipynb"))
 IDS = [path.stem for path in NOTEBOOKS]
@@ -70,15 +72,41 @@ def is_folded(cell: dict) -> bool:
 
 
 def test_there_is_a_colab_edition_of_every_chapter():
-    assert [p.stem for p in NOTEBOOKS] == [src.stem for src, _ in sync_notebooks.pairs()]
+    assert [p.stem for p in NOTEBOOKS] == [src.stem for src in colab_notebooks.sources()]
 
 
 def test_colab_notebooks_match_their_sources():
-    """Strict about every character except the glued values, which each notebook records
-    (metadata lattn_edu.glue) from the build that wrote it: they change from build to build
-    wherever they come from a live timing."""
-    stale = colab_notebooks.stale_notebooks()
+    """Without a build: each notebook is what its source renders to with the labels and glued
+    values the notebook recorded (metadata lattn_edu.resolved and .glue)."""
+    stale = colab_notebooks.stale_notebooks(build=None)
     assert not stale, f"out of date: {stale}; build the site, then run python tools/colab_notebooks.py"
+
+
+@pytest.mark.slow
+def test_colab_notebooks_are_current_with_the_build(book_build):
+    """Against the session's build: every equation and exercise number, section title and
+    citation as this build resolved it, and every glued value's name glued by it. Strict about
+    every character except the glued values, which each notebook records from the build that
+    wrote it: they change from build to build wherever they come from a live timing."""
+    stale = colab_notebooks.stale_notebooks(build=book_build.folder)
+    assert not stale, f"out of date: {stale}; run python tools/colab_notebooks.py after this build"
+
+
+@pytest.mark.slow
+def test_the_recorded_labels_are_what_the_pages_show(book_build):
+    """book/_ext/colab_labels.py records what the build resolved: each equation's number and
+    each exercise's number are the ones its page shows."""
+    labels = json.loads((book_build.folder / colab_notebooks.LABELS).read_text(encoding="utf-8"))
+    for source in colab_notebooks.sources():
+        page = labels[colab_notebooks.docname(source)]
+        html = (book_build.html / f"{colab_notebooks.docname(source)}.html").read_text(encoding="utf-8")
+        for label, number in page["equations"].items():
+            shown = re.search(rf'id="equation-{re.escape(label)}">\s*<span class="eqno">\(([^)<]*)\)', html)
+            assert shown and shown.group(1) == number, f"{source.stem}: equation {label}"
+        for label, number in page["exercises"].items():
+            shown = re.search(rf'id="{re.escape(label)}">.*?admonition-title">\s*<span class="caption-number">'
+                              rf'Exercise ([\d.]+)', html, re.S)
+            assert shown and shown.group(1) == number, f"{source.stem}: exercise {label}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -110,7 +138,7 @@ def test_answers_are_only_in_folded_cells(path):
     folded = "\n".join("".join(c["source"]) for c in cells if is_folded(c))
     assert not [s for s in shown if "Quiz(" in s], f"{path.name}: a quiz shows its answer"
     assert not [s for s in shown if re.search(r"^def solution_", s, re.M)], f"{path.name}: a solution is unfolded"
-    source = sync_notebooks.SOURCES / f"{path.stem}.md"
+    source = colab_notebooks.SOURCES / f"{path.stem}.md"
     for body in solution_bodies(source):
         for line in body.splitlines():
             if line.startswith((":", "```")):
@@ -126,49 +154,84 @@ def test_answers_are_only_in_folded_cells(path):
 def test_the_student_build_has_no_solutions():
     """hide_solutions: true writes notebooks without a trace of the solutions."""
     config = colab_notebooks.read_config()
-    book = colab_notebooks.read_book(config)
     for path in NOTEBOOKS:
-        source = sync_notebooks.SOURCES / f"{path.stem}.md"
+        source = colab_notebooks.SOURCES / f"{path.stem}.md"
+        labels = colab_notebooks.recorded_labels(path, config)
         glue = colab_notebooks.recorded_glue(path)
-        student = colab_notebooks.render(source, book, glue, "lattn_edu", hide_solutions=True)
+        student = colab_notebooks.render(source, labels, glue, "lattn_edu", hide_solutions=True)
         assert "Solution to exercise" not in student and "def solution_" not in student, path.name
         assert "Concept check" in student or "Quiz(" not in source.read_text(encoding="utf-8")
 
 
 def tiny_book(tmp_path: Path):
-    """A two-chapter book in plain files, for known-answer tests of the translation."""
+    """Two chapters' labels as book/_ext/colab_labels.py records them, for known-answer tests
+    of the translation of the second."""
     import plain_markdown
 
     (tmp_path / "helpers.py").write_text("def solution_twice(x):\n    return 2 * x\n", encoding="utf-8")
-    first = tmp_path / "01-one.md"
-    first.write_text("(ch-one)=\n# 1. One\n\n$$\na = b\n$$ (eq-one)\n", encoding="utf-8")
-    second = tmp_path / "02-two.md"
-    second.write_text("# 2. Two\n\n:::{exercise}\n:label: ex-two\n\nDo it.\n:::\n", encoding="utf-8")
-    bib = tmp_path / "refs.bib"
-    bib.write_text("@article{a1, author={Ada, Ann and Bee, Bo and Cee, Cy}, title={T}, year={2001}}\n"
-                   "@article{b2, author={Dee, Di and Eff, Ed}, title={U}, year={2002}}\n", encoding="utf-8")
-    book = plain_markdown.Book.read([first, second], bib, "https://example.org/site/")
-    return plain_markdown, book, plain_markdown.ChapterTranslator(book, book.chapters[1], {"n": "37"}, tmp_path)
+    empty = {"equations": {}, "exercises": {}, "targets": {}, "citations": {}}
+    cite = {"a1": {"page": "book/references", "parenthetical": "Ada et al., 2001",
+                   "textual": "Ada et al. (2001)"},
+            "b2": {"page": "book/references", "parenthetical": "Dee and Eff, 2002",
+                   "textual": "Dee and Eff (2002)"}}
+    pages = {
+        "book/myst/01-one": {**empty, "title": "1. One", "equations": {"eq-one": "7"},
+                             "targets": {"ch-one": {"anchor": "", "title": "1. One"},
+                                         "sec-x": {"anchor": "sec-x", "title": "Part $x$"}}},
+        "book/myst/02-two": {**empty, "title": "2. Two", "exercises": {"ex-two": "2.1"},
+                             "citations": cite},
+        "book/references": {**empty, "title": "References"},
+    }
+    resolved = plain_markdown.Resolved(pages, "https://example.org/site/")
+    translator = plain_markdown.ChapterTranslator(resolved, "book/myst/02-two", {"n": "37"}, tmp_path)
+    return plain_markdown, resolved, translator
 
 
 def test_the_translation_gives_plain_markdown(tmp_path):
-    plain_markdown, book, translator = tiny_book(tmp_path)
-    text = ("See {eq}`eq-one` in {ref}`ch-one`, {cite:p}`a1,b2` and {cite:t}`b2`: {glue:text}`n`.\n"
+    plain_markdown, resolved, translator = tiny_book(tmp_path)
+    text = ("See {eq}`eq-one` in {ref}`ch-one` and {ref}`sec-x`, {cite:p}`a1,b2` and {cite:t}`b2`: "
+            "{glue:text}`n`; {doc}`the list <../references>`.\n"
             "\n:::{admonition} Note\n:class: tip\n\nBody.\n:::\n"
             ":::{solution} ex-two\n:class: dropdown\n\nBecause.\n\n"
             "```{literalinclude} helpers.py\n:pyobject: solution_twice\n```\n:::\nAfter.")
-    refs = "https://example.org/site/book/references.html"
+    site, refs = "https://example.org/site/book/", "https://example.org/site/book/references.html"
     shown, solution, after = translator.markdown(text)
-    assert shown == (f"See (1) in [1. One](https://example.org/site/book/chapters/01-one.html), "
+    assert shown == (f"See (7) in [1. One]({site}myst/01-one.html) and "
+                     f"[Part $x$]({site}myst/01-one.html#sec-x), "
                      f"([Ada et al., 2001]({refs}); [Dee and Eff, 2002]({refs})) and "
-                     f"[Dee and Eff (2002)]({refs}): 37.\n\n> **Note**\n>\n> Body.")
+                     f"[Dee and Eff (2002)]({refs}): 37; [the list]({refs}).\n\n> **Note**\n>\n> Body.")
     assert solution == plain_markdown.Solution("2.1", "Because.", "def solution_twice(x):\n    return 2 * x")
     assert after == "After."
-    assert book.chapters[0].equations == {"eq-one": "1"} and book.chapters[1].exercises == {"ex-two": "2.1"}
+    # what it looked up, to be recorded in the notebook: the other chapter's labels included
+    assert resolved.used["book/myst/01-one"] == {
+        "equations": {"eq-one": "7"}, "targets": {"ch-one": {"anchor": "", "title": "1. One"},
+                                                   "sec-x": {"anchor": "sec-x", "title": "Part $x$"}}}
+    assert set(resolved.used["book/myst/02-two"]["citations"]) == {"a1", "b2"}
+
+
+def test_recorded_titles_keep_their_math_and_code():
+    """A section title as the build records it for {ref} links (book/_ext/colab_labels.py):
+    Markdown, so that Colab typesets its math as the website does."""
+    from docutils import nodes
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import colab_labels
+
+    title = nodes.title("", "", nodes.Text("Error against softmax, as "), nodes.math("", "m"),
+                        nodes.Text(" grows, in "), nodes.literal("", "la.favor"))
+    assert colab_labels.markdown_text(title) == "Error against softmax, as $m$ grows, in `la.favor`"
+
+
+def test_an_exercise_of_another_chapter_is_no_exercise_of_this_one(tmp_path):
+    plain_markdown, resolved, _ = tiny_book(tmp_path)
+    first = plain_markdown.ChapterTranslator(resolved, "book/myst/01-one", {}, tmp_path)
+    with pytest.raises(plain_markdown.UnsupportedMyST, match="ex-two is on book/myst/02-two"):
+        first.markdown(":::{exercise}\n:label: ex-two\n\nDo it.\n:::")
 
 
 @pytest.mark.parametrize("text", ["{numref}`fig-x`", "```{figure} x.png\n```", "{ref}`nowhere`",
-                                  "{cite:p}`unknown`", "{glue:text}`missing`"])
+                                  "{cite:p}`unknown`", "{glue:text}`missing`", "{eq}`eq-none`",
+                                  "$$\nx\n$$ (eq-none)", "{doc}`../nowhere`"])
 def test_an_untranslatable_construct_is_an_error(tmp_path, text):
     plain_markdown, _, translator = tiny_book(tmp_path)
     with pytest.raises(plain_markdown.UnsupportedMyST, match="02-two"):
@@ -264,7 +327,7 @@ def execute(notebook: nbformat.NotebookNode, cwd: Path, kernel: str, work: Path)
 def install_cell(requirement: str) -> nbformat.NotebookNode:
     """The Colab notebooks' first cell, as a notebook, installing ``requirement``."""
     first = nbformat.reads(NOTEBOOKS[0].read_text(encoding="utf-8"), as_version=4).cells[0]
-    configured = sync_notebooks.install_requirement()
+    configured = colab_notebooks.install_requirement(colab_notebooks.read_config())
     assert configured in first.source
     cell = nbformat.v4.new_code_cell(first.source.replace(configured, requirement))
     return nbformat.v4.new_notebook(cells=[cell])
@@ -301,7 +364,7 @@ def colab(tmp_path_factory):
     # killed leaves its folder behind, and a later process may get the same pid
     work = Path(tempfile.mkdtemp(prefix="colab-", dir="/tmp"))
     write_kernelspecs(venv, work / "kernels")
-    failed = install_cell(sync_notebooks.install_requirement())  # GitHub, with no network
+    failed = install_cell(colab_notebooks.install_requirement(colab_notebooks.read_config()))  # GitHub, no network
     execute(failed, work, "colab-offline", work)
     install = install_cell(snapshot(tmp_path_factory.mktemp("snapshot")))
     execute(install, work, "colab", work)

@@ -43,11 +43,8 @@ def test_the_scan_finds_ids_and_skips_file_names(tmp_path):
 # --- "Exercise 10.3": one number per exercise, the same on the website, on Colab and in the guide
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-sys.path.insert(0, str(ROOT / "tools"))
+import colab_labels  # noqa: E402
 import exercise_numbers  # noqa: E402
-import plain_markdown  # noqa: E402
-
-CHAPTER_SOURCES = sorted((ROOT / "book" / "myst").glob("[0-9][0-9]-*.md"))
 
 
 def test_website_numbers_exercises_per_chapter():
@@ -55,28 +52,28 @@ def test_website_numbers_exercises_per_chapter():
     numbers = {"ex-b": (12,), "ex-a": (11,), "ex-c": (14,)}
     assert exercise_numbers.per_chapter(numbers, 10) == {"ex-a": (10, 1), "ex-b": (10, 2),
                                                          "ex-c": (10, 3)}
-    assert exercise_numbers.chapter_number("book/chapters/10-delta-rule") == 10
+    assert exercise_numbers.chapter_number("book/myst/10-delta-rule") == 10
     assert exercise_numbers.chapter_number("book/course/syllabus") is None
 
 
-def test_colab_editions_number_exercises_as_the_website_does():
-    for source in CHAPTER_SOURCES:
-        chapter = plain_markdown.read_chapter(source)
-        labels = list(chapter.exercises)
-        website = exercise_numbers.per_chapter(
-            {label: (index,) for index, label in enumerate(labels, start=40)},
-            exercise_numbers.chapter_number(f"book/chapters/{source.stem}"))
-        assert chapter.exercises == {label: ".".join(map(str, number))
-                                     for label, number in website.items()}, source.name
+def test_colab_editions_take_the_numbers_the_website_shows():
+    """The build records (book/_ext/colab_labels.py) the renumbered exercises for the Colab
+    editions: the numbers every page shows, not a second count."""
+    class Env:
+        toc_fignumbers = {"book/myst/10-delta-rule": {"exercise": {"ex-b": (41,), "ex-a": (40,)},
+                                                      "displaymath": {"equation-x": (3,)}},
+                          "book/notation": {"displaymath": {"equation-y": (1,)}}}
+    exercise_numbers.renumber_exercises(None, Env)
+    assert colab_labels.exercise_numbers(Env) == {"book/myst/10-delta-rule": {"ex-a": "10.1", "ex-b": "10.2"}}
 
 
 def test_renumbering_leaves_pages_without_a_chapter_number_alone():
     class Env:
         toc_fignumbers = {"book/course/syllabus": {"exercise": {"x": (3,)}},
-                          "book/chapters/07-quality-gap": {"exercise": {"a": (9,), "b": (8,)},
+                          "book/myst/07-quality-gap": {"exercise": {"a": (9,), "b": (8,)},
                                                            "figure": {"f": (2,)}}}
     changed = exercise_numbers.renumber_exercises(None, Env)
-    assert changed == ["book/chapters/07-quality-gap"]
+    assert changed == ["book/myst/07-quality-gap"]
     assert Env.toc_fignumbers["book/course/syllabus"] == {"exercise": {"x": (3,)}}
-    assert Env.toc_fignumbers["book/chapters/07-quality-gap"] == {
+    assert Env.toc_fignumbers["book/myst/07-quality-gap"] == {
         "exercise": {"b": (7, 1), "a": (7, 2)}, "figure": {"f": (2,)}}

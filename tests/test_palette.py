@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import ast
 import itertools
-import json
 from pathlib import Path
 
+import jupytext
 import matplotlib
 import matplotlib.colors as mcolors
 import pytest
@@ -43,7 +43,7 @@ PLOT_METHODS = {"plot", "loglog", "semilogx", "semilogy", "errorbar", "step"}
 PLOTTING_MODULES = [ROOT / "src" / "lattn_edu" / "recall" / "plots.py",
                     ROOT / "src" / "lattn_edu" / "bench" / "plots.py",
                     *sorted((ROOT / "src" / "lattn_edu" / "explorers").glob("*.py"))]
-CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.ipynb"))
+CHAPTERS = sorted((ROOT / "book" / "myst").glob("*.md"))  # MyST notebooks
 
 
 def allowed_colour(colour) -> bool:
@@ -134,9 +134,9 @@ def written_colours(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def chapter_code(path: Path) -> str:
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return "\n".join(line for cell in cells if cell["cell_type"] == "code"
-                     for line in "".join(cell["source"]).splitlines()
+    cells = jupytext.read(path, fmt="md:myst").cells
+    return "\n".join(line for cell in cells if cell.cell_type == "code"
+                     for line in cell.source.splitlines()
                      if not line.lstrip().startswith(("%", "!")))
 
 
@@ -149,9 +149,9 @@ def test_the_code_check_finds_written_colours():
 
 @pytest.mark.parametrize("path", PLOTTING_MODULES + CHAPTERS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_code_writes_only_palette_colours(path):
-    source = chapter_code(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
+    source = chapter_code(path) if path.suffix == ".md" else path.read_text(encoding="utf-8")
     found = written_colours(ast.parse(source))
     assert not found, f"{path.relative_to(ROOT)}: " + ", ".join(f"line {n}: {what}" for n, what in found)
     draws = any(word in source for word in ("plt.subplots", "plt.figure", ".add_subplot", "explorers.CATALOG"))
-    if path.suffix == ".ipynb" and draws:
+    if path.suffix == ".md" and draws:
         assert "use_book_style()" in source, f"{path.name} draws without use_book_style()"

@@ -10,9 +10,9 @@ of a removed function, naming the file and line.
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
+import jupytext
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +37,7 @@ REMOVED_ATTRIBUTES = {
 # this file names the removed modules on purpose, so it is left out
 PYTHON_FILES = sorted(p for folder in ("src", "tools", "tests", "benchmarks", "book/_ext")
                       for p in (ROOT / folder).rglob("*.py") if p.name != Path(__file__).name)
-NOTEBOOKS = sorted((ROOT / "book" / "chapters").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "book" / "myst").glob("*.md"))  # the chapters: MyST notebooks
 
 
 def removed_uses(source: str) -> list[tuple[int, str]]:
@@ -62,9 +62,9 @@ def removed_uses(source: str) -> list[tuple[int, str]]:
 
 def notebook_code(path: Path) -> str:
     """The code cells of a notebook as one program; IPython's % and ! lines left out."""
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    lines = [line for cell in cells if cell["cell_type"] == "code"
-             for line in "".join(cell["source"]).splitlines()
+    cells = jupytext.read(path, fmt="md:myst").cells
+    lines = [line for cell in cells if cell.cell_type == "code"
+             for line in cell.source.splitlines()
              if not line.lstrip().startswith(("%", "!"))]
     return "\n".join(lines)
 
@@ -77,6 +77,6 @@ def test_the_check_finds_removed_modules_and_functions():
 
 @pytest.mark.parametrize("path", PYTHON_FILES + NOTEBOOKS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_nothing_removed_in_python_313_is_used(path):
-    source = notebook_code(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
+    source = notebook_code(path) if path.suffix == ".md" else path.read_text(encoding="utf-8")
     found = removed_uses(source)
     assert not found, f"{path.relative_to(ROOT)}: " + ", ".join(f"line {n}: {what}" for n, what in found)

@@ -211,7 +211,7 @@ def _answer_quizzes(page) -> tuple[list[str], int]:
 def _check_colab(page, page_path: str) -> tuple[list[str], str | None]:
     hrefs = page.eval_on_selector_all('a[href*="colab.research.google.com"]',
                                       "links => links.map(a => a.getAttribute('href'))")
-    is_chapter = page_path.startswith("book/chapters/")
+    is_chapter = page_path.startswith("book/myst/")
     if not hrefs:
         return ([f"no Colab launch button on {page_path}"] if is_chapter else []), None
     repository = urlsplit(CONFIG["repository"]["url"]).path.strip("/")

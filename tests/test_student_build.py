@@ -3,11 +3,12 @@
 The end-to-end test builds a one-chapter book with the repository's own ``_config.yml``
 (every extension, this one included; only ``hide_solutions`` switched on and execution
 off) through the same ``jupyter-book build -W -n --keep-going`` command, then searches
-every file under ``_build/html`` (pages, ``_sources`` downloads, ``searchindex.js``) for the
-solutions' text, ``solution_`` names and the ``{solution}`` directive. The switch and its
-code path are the whole book's; only the chapter is small, so the build takes seconds
-instead of the full book's minutes of executing chapters. The real chapters are checked
-by stripping their committed notebooks with the same function the build uses.
+every file under ``_build/html`` (pages, ``_sources`` downloads of the MyST source and of
+the notebook, ``searchindex.js``) for the solutions' text, ``solution_`` names and the
+``{solution}`` directive. The switch and its code path are the whole book's; only the
+chapter is small, so the build takes seconds instead of the full book's minutes of
+executing chapters. The real chapters are checked by stripping their sources with the same
+function the build uses.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import jupytext
 import nbformat
 import pytest
 import yaml
@@ -33,7 +35,7 @@ _spec.loader.exec_module(student_build)
 sys.path.insert(0, str(ROOT / "tools"))
 import colab_notebooks  # noqa: E402
 
-CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.ipynb"))
+CHAPTERS = colab_notebooks.sources()
 LEAKS = re.compile(r"solution_|\{solution")
 
 
@@ -65,23 +67,24 @@ def test_a_backtick_solution_ends_at_its_own_fence_not_at_a_shorter_one():
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_every_chapter_download_keeps_its_exercises_and_loses_its_solutions(path):
     text = path.read_text(encoding="utf-8")
-    markdown = "".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "markdown")
-    stripped = student_build.strip_solutions_from_notebook(text)
+    stripped = student_build.strip_solutions_from_text(text)
     assert not LEAKS.search(stripped), path.name
-    for body in solution_bodies(markdown):
+    for body in solution_bodies(text):
         for line in distinctive_lines(body):
             assert line not in stripped, f"{path.name}: solution text kept: {line!r}"
     assert stripped.count("{exercise}") == text.count("{exercise}")
 
 
 def _colab_edition(tmp_path: Path, hide_solutions: bool) -> Path:
-    source = next(s for s, _ in colab_notebooks.sync_notebooks.pairs() if s.stem.startswith("02-"))
+    source = next(s for s in colab_notebooks.sources() if s.stem.startswith("02-"))
     config = colab_notebooks.read_config()
-    glue = colab_notebooks.recorded_glue(colab_notebooks.colab_path(source))
+    committed = colab_notebooks.colab_path(source)
+    labels = colab_notebooks.recorded_labels(committed, config)
+    glue = colab_notebooks.recorded_glue(committed)
     edition = tmp_path / "book" / "colab" / f"{source.stem}.ipynb"
     edition.parent.mkdir(parents=True, exist_ok=True)
-    edition.write_text(colab_notebooks.render(source, colab_notebooks.read_book(config), glue,
-                                              "lattn_edu", hide_solutions), encoding="utf-8")
+    edition.write_text(colab_notebooks.render(source, labels, glue, "lattn_edu", hide_solutions),
+                       encoding="utf-8")
     return edition
 
 
@@ -121,20 +124,21 @@ def _student_project(root: Path) -> None:
     config["sphinx"]["config"]["hide_solutions"] = True
     (root / "_config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     (root / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n"
-                                   "  - file: book/chapters/01-double\n", encoding="utf-8")
+                                   "  - file: book/myst/01-double\n", encoding="utf-8")
     (root / "index.md").write_text("# The book\n\nAn introduction.\n", encoding="utf-8")
     # tools/make_pdfs.py: where chromium exists the build prints its pages to PDF, as the book's does
     for shared in ("book/_ext", "book/site_css", "book/references.bib", "tools"):
         (root / shared).parent.mkdir(parents=True, exist_ok=True)
         (root / shared).symlink_to(ROOT / shared)
-    chapters = root / "book" / "chapters"
+    chapters = root / "book" / "myst"
     chapters.mkdir()
     (chapters / "helpers.py").write_text("def solution_double(x):\n    return 2 * x\n", encoding="utf-8")
     cells = [nbformat.v4.new_code_cell(text) if i in (1, 5) else nbformat.v4.new_markdown_cell(text)
              for i, text in enumerate(CHAPTER)]
     notebook = nbformat.v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-    nbformat.write(notebook, chapters / "01-double.ipynb")
+    # a MyST notebook, as the book's chapters are
+    jupytext.write(notebook, chapters / "01-double.md", fmt="md:myst")
     colab = root / "book" / "colab"
     colab.mkdir()
     edition = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(CHAPTER[0])],
@@ -155,12 +159,16 @@ def test_the_student_site_holds_no_solution_anywhere(tmp_path):
         for leak in (SOLUTION_TEXT, "Reasoning about tripling", "return 2 * x", "return 3 * x"):
             assert leak not in text, f"{where} holds solution text {leak!r}"
         assert not LEAKS.search(text), f"{where}: {LEAKS.search(text).group()!r}"
-    page = files[html / "book" / "chapters" / "01-double.html"]
+    page = files[html / "book" / "myst" / "01-double.html"]
     assert "Write a function that doubles its input" in page and "The text after both" in page
-    download = json.loads(files[html / "_sources" / "book" / "chapters" / "01-double.ipynb"])
+    # the page's two downloads: the notebook (the theme's copy of the one the build read)
+    download = json.loads(files[html / "_sources" / "book" / "myst" / "01-double.ipynb"])
     sources = ["".join(cell["source"]) for cell in download["cells"]]
     assert sources[:3] == CHAPTER[:3] and sources[3] == "" and sources[-1] == CHAPTER[-1]
     assert "triples its input" in sources[4] and "The text after both exercises." in sources[4]
+    # and the MyST source
+    markdown = files[html / "_sources" / "book" / "myst" / "01-double.md"]
+    assert CHAPTER[2] in markdown and "triples its input" in markdown and "The text after both" in markdown
     terms = json.loads(re.search(r'"terms": (\{.*?\})', files[html / "searchindex.js"]).group(1))
     assert {"doubl", "tripl"} <= set(terms)  # stems of the exercises' words, but of no solution's
     assert not {"reason", "fenc", "backtick", "checker", "itself"} & set(terms)

@@ -13,7 +13,7 @@ The Sphinx extension book/_ext/pdf_export.py runs this at the end of every HTML 
 machine with chromium, so the PDFs in a build are always printed from that build's pages.
 Without chromium the build makes no PDFs and links to none.
 
-- ``pdf/<chapter>.pdf`` for every page under ``book/chapters/`` in the table of contents;
+- ``pdf/<chapter>.pdf`` for every page under ``book/myst/`` in the table of contents;
 - ``pdf/lattn-edu-book.pdf``: every page of the table of contents, in order.
 """
 
@@ -41,7 +41,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PDF_FOLDER = "pdf"
 BOOK_PDF = "lattn-edu-book.pdf"
-CHAPTER_FOLDER = "book/chapters/"
+CHAPTER_FOLDER = "book/myst/"
 # A4 with margins wide enough for a printer; the site's print CSS fits the column to it.
 PAGE_FORMAT = {"format": "A4", "print_background": True,
                "margin": {"top": "14mm", "bottom": "14mm", "left": "12mm", "right": "12mm"}}
@@ -56,7 +56,7 @@ def toc_pages(root: Path = ROOT) -> list[str]:
 
 
 def chapter_pdf_name(page: str) -> str | None:
-    """'book/chapters/01-softmax-attention' -> '01-softmax-attention.pdf'; None for other pages."""
+    """'book/myst/01-softmax-attention' -> '01-softmax-attention.pdf'; None for other pages."""
     return f"{Path(page).name}.pdf" if page.startswith(CHAPTER_FOLDER) else None
 
 

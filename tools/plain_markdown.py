@@ -5,10 +5,9 @@ raw source. Every construct the chapters use gets a plain form here:
 
 - ``(label)=`` lines disappear;
 - a labelled equation ``$$ ... $$ (eq-label)`` keeps the number the website gives it, as
-  ``\\tag{9}``, and ``{eq}`eq-label``` becomes "(9)": the website numbers equations
-  through the whole book in reading order, and exercises per chapter, "10.3" being chapter
-  10's third (book/_ext/exercise_numbers.py);
-- ``{ref}`ch-label``` becomes a link to that chapter's page on the website;
+  ``\\tag{9}``, and ``{eq}`eq-label``` becomes "(9)";
+- ``{ref}`label``` becomes a link to that section (its title) or exercise ("Exercise 10.3")
+  on the website;
 - ``{doc}`text <../references>``` becomes a link to that page on the website;
 - ``{cite:p}``/``{cite:t}`` become "(Katharopoulos et al., 2020)" / "Katharopoulos et al.
   (2020)", linked to the website's references page;
@@ -18,8 +17,10 @@ raw source. Every construct the chapters use gets a plain form here:
 - a solution becomes a :class:`Solution` (the notebook folds it into a Colab form cell),
   with a ``{literalinclude}`` of a ``:pyobject:`` replaced by that function's source.
 
-Anything else that looks like MyST raises :class:`UnsupportedMyST`, so a new construct in a
-chapter is noticed here instead of reaching a student as raw source.
+Numbers, titles and citations are not worked out here: they are what the website's build
+resolved, as book/_ext/colab_labels.py recorded it (:class:`Resolved`). Anything else that
+looks like MyST raises :class:`UnsupportedMyST`, so a new construct in a chapter is noticed
+here instead of reaching a student as raw source.
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import jupytext
-from pybtex.database import parse_file
-from pybtex.richtext import Text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,96 +58,55 @@ def website_url(config: dict) -> str:
     return f"https://{owner}.github.io/{name}/"
 
 
-@dataclass
-class Chapter:
-    """What other chapters may refer to in one MyST source."""
-
-    stem: str
-    number: int
-    title: str
-    labels: list[str] = field(default_factory=list)
-    equations: dict[str, str] = field(default_factory=dict)  # label -> "9"
-    exercises: dict[str, str] = field(default_factory=dict)  # label -> "10.3"
-
-
-def read_chapter(source: Path, equations_before: int = 0) -> Chapter:
-    """Number the chapter (from its file name), its labelled equations (counting on from
-    those of the chapters before it) and its exercises ("10.3": chapter, then position)."""
-    text = source.read_text(encoding="utf-8")
-    number = int(source.stem.split("-")[0])
-    title = next(line[2:].strip() for line in text.splitlines() if line.startswith("# "))
-    chapter = Chapter(source.stem, number, title)
-    pending_label = False
-    for line in text.splitlines():
-        if (match := LABEL_LINE.match(line)):
-            chapter.labels.append(match.group(1))
-        elif (match := EQUATION_END.match(line)):
-            chapter.equations[match.group(1)] = str(equations_before + len(chapter.equations) + 1)
-        elif line.startswith(":::{exercise}"):
-            pending_label = True
-        elif pending_label and line.startswith(":label:"):
-            label = line.split(":label:")[1].strip()
-            chapter.exercises[label] = f"{number}.{len(chapter.exercises) + 1}"
-            pending_label = False
-    return chapter
+def chapter_number(docname: str) -> int:
+    """The chapter a page is, from its file name: ``book/myst/10-delta-rule`` is 10."""
+    return int(posixpath.basename(docname).split("-")[0])
 
 
 @dataclass
-class Book:
-    """Every chapter's labels, the bibliography and the website, for resolving references."""
+class Resolved:
+    """What the website's build resolved, page by page (book/_ext/colab_labels.py writes it:
+    ``{page: {"title", "equations", "exercises", "targets", "citations"}}``), and in ``used``
+    the part of it that a translation looked up, in the same shape."""
 
-    chapters: list[Chapter]
-    bibliography: dict[str, tuple[str, str]]  # key -> (authors as cited, year)
+    pages: dict[str, dict]
     site: str
+    used: dict[str, dict] = field(default_factory=dict)
 
-    @classmethod
-    def read(cls, sources: list[Path], bibfile: Path, site: str) -> "Book":
-        """The chapters in reading order (``sources``), numbered as the website numbers them."""
-        chapters: list[Chapter] = []
-        for source in sources:
-            chapters.append(read_chapter(source, sum(len(c.equations) for c in chapters)))
-        return cls(chapters, read_bibliography(bibfile), site)
+    def _look_up(self, kind: str, key: str, page: str | None = None) -> tuple[str, object]:
+        """(page, value) of ``key`` among the pages' ``kind``, on ``page`` first where given."""
+        order = ([page] if page in self.pages else []) + list(self.pages)
+        for name in order:
+            found = self.pages[name].get(kind, {})
+            if key in found:
+                self.used.setdefault(name, {}).setdefault(kind, {})[key] = found[key]
+                return name, found[key]
+        raise KeyError(key)
 
-    def page(self, stem: str) -> str:
-        return f"{self.site}book/chapters/{stem}.html"
+    def url(self, page: str, anchor: str = "") -> str:
+        return f"{self.site}{page}.html" + (f"#{anchor}" if anchor else "")
 
-    def references_page(self) -> str:
-        return f"{self.site}book/references.html"
-
-    def chapter_of(self, label: str) -> Chapter:
-        for chapter in self.chapters:
-            if label in chapter.labels:
-                return chapter
-        raise KeyError(label)
-
-    def exercise(self, label: str) -> tuple[Chapter, str] | None:
-        """(chapter, "10.3") for an exercise label, or None."""
-        for chapter in self.chapters:
-            if label in chapter.exercises:
-                return chapter, chapter.exercises[label]
-        return None
+    def title(self, page: str) -> str:
+        if page not in self.pages:
+            raise KeyError(page)
+        self.used.setdefault(page, {})["title"] = self.pages[page]["title"]
+        return self.pages[page]["title"]
 
     def equation(self, label: str) -> str:
-        for chapter in self.chapters:
-            if label in chapter.equations:
-                return chapter.equations[label]
-        raise KeyError(label)
+        """ "9": the number the website shows for equation ``label``."""
+        return self._look_up("equations", label)[1]
 
+    def exercise(self, label: str) -> tuple[str, str]:
+        """(page, "10.3") for an exercise label; KeyError where ``label`` is no exercise."""
+        return self._look_up("exercises", label)
 
-def read_bibliography(bibfile: Path) -> dict[str, tuple[str, str]]:
-    """key -> ("Katharopoulos et al.", "2020"): surnames as an author-year citation gives them."""
-    entries = {}
-    for key, entry in parse_file(str(bibfile)).entries.items():
-        surnames = [Text.from_latex(" ".join(p.last_names)).render_as("text")
-                    for p in entry.persons.get("author", [])]
-        if len(surnames) == 1:
-            authors = surnames[0]
-        elif len(surnames) == 2:
-            authors = f"{surnames[0]} and {surnames[1]}"
-        else:
-            authors = f"{surnames[0]} et al."
-        entries[key] = (authors, entry.fields["year"])
-    return entries
+    def target(self, label: str) -> tuple[str, dict[str, str]]:
+        """(page, {"anchor", "title"}) of a {ref} target."""
+        return self._look_up("targets", label)
+
+    def citation(self, key: str, page: str) -> dict[str, str]:
+        """{"page", "parenthetical", "textual"}: citation ``key`` as ``page`` cites it."""
+        return self._look_up("citations", key, page)[1]
 
 
 @dataclass(frozen=True)
@@ -178,14 +136,26 @@ def _pyobject(path: Path, name: str) -> str:
 
 
 class ChapterTranslator:
-    """Translates the Markdown cells of one chapter, given the book and the glued values."""
+    """Translates the Markdown cells of one chapter (the page ``docname``), given what the
+    build resolved and the glued values."""
 
-    def __init__(self, book: Book, chapter: Chapter, glue: dict[str, str], source_dir: Path):
-        self.book, self.chapter, self.glue, self.source_dir = book, chapter, glue, source_dir
+    def __init__(self, resolved: Resolved, docname: str, glue: dict[str, str], source_dir: Path):
+        self.resolved, self.docname, self.glue, self.source_dir = resolved, docname, glue, source_dir
         self.glue_used: set[str] = set()
 
     def fail(self, what: str) -> UnsupportedMyST:
-        return UnsupportedMyST(f"{self.chapter.stem}: {what}")
+        return UnsupportedMyST(f"{posixpath.basename(self.docname)}: {what}")
+
+    def exercise_number(self, label: str) -> str:
+        """ "10.3" for an exercise of this chapter."""
+        try:
+            page, number = self.resolved.exercise(label)
+        except KeyError:
+            raise self.fail(f"unknown exercise {label} (build the site, then run "
+                            f"python tools/colab_notebooks.py)") from None
+        if page != self.docname:
+            raise self.fail(f"exercise {label} is on {page}")
+        return number
 
     def inline(self, text: str) -> str:
         """Replace every role in ``text``."""
@@ -202,34 +172,40 @@ class ChapterTranslator:
             return self.glue[target]
         if name == "eq":
             try:
-                return f"({self.book.equation(target)})"
+                return f"({self.resolved.equation(target)})"
             except KeyError:
                 raise self.fail(f"unknown equation {target}") from None
         if name == "ref":
-            exercise = self.book.exercise(target)
-            if exercise is not None:  # an exercise label: "Exercise 10.3", on its chapter's page
-                chapter, number = exercise
-                return f"[{text or f'Exercise {number}'}]({self.book.page(chapter.stem)}#{target})"
-            try:
-                chapter = self.book.chapter_of(target)
-            except KeyError:
-                raise self.fail(f"unknown reference target {target}") from None
-            return f"[{text or chapter.title}]({self.book.page(chapter.stem)})"
+            return self.reference(text, target)
         if name == "doc":
-            page = posixpath.normpath(posixpath.join("book/chapters", target))
-            if not (ROOT / f"{page}.md").is_file():
-                raise self.fail(f"{{doc}} to {target}: no page {page}.md")
-            return f"[{text or Path(page).name}]({self.book.site}{page}.html)"
+            page = posixpath.normpath(posixpath.join(posixpath.dirname(self.docname), target))
+            try:
+                title = self.resolved.title(page)
+            except KeyError:
+                raise self.fail(f"{{doc}} to {target}: the build has no page {page}") from None
+            return f"[{text or title}]({self.resolved.url(page)})"
         keys = [key.strip() for key in target.split(",")]
-        missing = [key for key in keys if key not in self.book.bibliography]
-        if missing:
-            raise self.fail(f"citation keys not in the bibliography: {missing}")
-        url = self.book.references_page()
+        try:
+            cited = [self.resolved.citation(key, self.docname) for key in keys]
+        except KeyError as missing:
+            raise self.fail(f"citation key {missing} was not cited by the build") from None
         if name == "cite:t":
-            return "; ".join(f"[{authors} ({year})]({url})"
-                             for authors, year in map(self.book.bibliography.get, keys))
-        return "(" + "; ".join(f"[{authors}, {year}]({url})"
-                               for authors, year in map(self.book.bibliography.get, keys)) + ")"
+            return "; ".join(f"[{c['textual']}]({self.resolved.url(c['page'])})" for c in cited)
+        return "(" + "; ".join(f"[{c['parenthetical']}]({self.resolved.url(c['page'])})"
+                               for c in cited) + ")"
+
+    def reference(self, text: str | None, label: str) -> str:
+        """{ref}: an exercise shows "Exercise 10.3", a section its title, as on the website."""
+        try:
+            page, number = self.resolved.exercise(label)
+            return f"[{text or f'Exercise {number}'}]({self.resolved.url(page, label)})"
+        except KeyError:
+            pass  # not an exercise: a section
+        try:
+            page, found = self.resolved.target(label)
+        except KeyError:
+            raise self.fail(f"unknown reference target {label}") from None
+        return f"[{text or found['title']}]({self.resolved.url(page, found['anchor'])})"
 
     def markdown(self, text: str) -> list[str | Solution]:
         """One MyST Markdown cell as plain Markdown cells, with any solution split out."""
@@ -241,7 +217,11 @@ class ChapterTranslator:
                 index += 1
                 continue
             if (match := EQUATION_END.match(line)):
-                out += [f"\\tag{{{self.chapter.equations[match.group(1)]}}}", "$$"]
+                try:
+                    number = self.resolved.equation(match.group(1))
+                except KeyError:
+                    raise self.fail(f"equation {match.group(1)} has no number in the build") from None
+                out += [f"\\tag{{{number}}}", "$$"]
                 index += 1
                 continue
             if (match := FENCE_OPEN.match(line)):
@@ -254,7 +234,7 @@ class ChapterTranslator:
                     pieces.append(self.solution(argument, body))
                     continue
                 if kind == "exercise":
-                    title = f"Exercise {self.chapter.exercises[options['label']]}"
+                    title = f"Exercise {self.exercise_number(options['label'])}"
                     title += f": {self.inline(argument)}" if argument else ""
                 else:
                     title = self.inline(argument)
@@ -297,8 +277,7 @@ class ChapterTranslator:
 
     def solution(self, label: str, body: list[str]) -> Solution:
         """The prose of a solution and the code of its literalinclude (if any)."""
-        if label not in self.chapter.exercises:
-            raise self.fail(f"solution to unknown exercise {label}")
+        number = self.exercise_number(label)
         prose, code, index = [], [], 0
         while index < len(body):
             line = body[index]
@@ -318,7 +297,7 @@ class ChapterTranslator:
             index += 1
         while prose and not prose[-1].strip():
             prose.pop()
-        return Solution(self.chapter.exercises[label], "\n".join(prose), "\n\n".join(code))
+        return Solution(number, "\n".join(prose), "\n\n".join(code))
 
 
 def read_cells(source: Path):

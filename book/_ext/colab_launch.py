@@ -1,7 +1,7 @@
 """Point each chapter's Colab launch button at the chapter's Colab edition.
 
-sphinx-book-theme links the button to the page's own source, ``book/chapters/NN-....ipynb``,
-whose Markdown is MyST that Colab shows raw. ``book/colab/NN-....ipynb`` (written by
+sphinx-book-theme links the button to the page's own source, ``book/myst/NN-....md``, a
+MyST notebook that Colab cannot open. ``book/colab/NN-....ipynb`` (written by
 tools/colab_notebooks.py) is the same chapter in plain Jupyter Markdown, so the button opens
 that. A chapter page without a Colab edition is a warning, which fails the strict build.
 """
@@ -33,8 +33,12 @@ def _open_colab_edition(app: Sphinx, pagename: str, templatename: str, context: 
     if not (Path(app.srcdir) / edition).is_file():
         logger.warning(f"{pagename}: no Colab edition at {edition}; run python tools/colab_notebooks.py")
         return
+    source = f"/{pagename}{Path(app.env.doc2path(pagename)).suffix}"  # as the theme wrote it
     for button in buttons:
-        button["url"] = button["url"].replace(f"/{pagename}.ipynb", f"/{edition}")
+        if not button["url"].endswith(source):
+            logger.warning(f"{pagename}: the Colab button opens {button['url']}, not {source}")
+            continue
+        button["url"] = button["url"].removesuffix(source) + f"/{edition}"
 
 
 def setup(app: Sphinx) -> dict:

@@ -4,8 +4,9 @@ sphinx-exercise numbers exercises as Sphinx numbers figures: with the book's par
 unnumbered, that is one count through the whole book ("Exercise 47"), which moves whenever
 an earlier chapter gains an exercise. This extension rewrites those numbers, after Sphinx
 has assigned them, to (chapter, position in the chapter). The chapter is the number its
-file name starts with (``book/chapters/10-delta-rule`` is chapter 10), the number the
-book's titles, the Colab editions (tools/plain_markdown.py) and the instructor guide use.
+file name starts with (``book/myst/10-delta-rule`` is chapter 10), the number the book's
+titles and the instructor guide use; the Colab editions take these numbers from the build
+(book/_ext/colab_labels.py).
 
 Every place the website shows an exercise's number reads it from
 ``env.toc_fignumbers``: the exercise's title, its solution's title ("Solution to

@@ -27,7 +27,7 @@ TOOL = "tools/make_pdfs.py"
 CHROMIUM = Path(os.environ.get("LATTN_CHROMIUM", "/usr/bin/chromium"))
 PDF_FOLDER = "pdf"
 BOOK_PDF = "lattn-edu-book.pdf"
-CHAPTER_FOLDER = "book/chapters/"
+CHAPTER_FOLDER = "book/myst/"
 logger = logging.getLogger(__name__)
 
 

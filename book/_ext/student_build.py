@@ -4,10 +4,11 @@ sphinx-exercise already drops the ``{solution}`` blocks from the pages (and so f
 search index, which is built from the same doctrees). Two other routes remain, and this
 extension closes them when ``hide_solutions`` is on:
 
-- the page sources Sphinx copies to ``_sources/`` are what each page's download button
-  offers (``_sources/book/chapters/NN-....ipynb``). They are rewritten without their
-  solution blocks, so the downloaded notebook is the chapter with its exercises and
-  without their answers;
+- the page sources in ``_sources/`` are what each page's download button offers: the MyST
+  source Sphinx copies (``_sources/book/myst/NN-....md``) and the notebook the theme copies
+  beside it (``_sources/book/myst/NN-....ipynb``, the chapter as the build executed it).
+  They are rewritten without their solution blocks, so a download is the chapter with its
+  exercises and without their answers;
 - the Colab button opens ``book/colab/NN-....ipynb`` on the configured branch. A strict
   build fails if the Colab edition here still holds solutions (tools/colab_notebooks.py
   writes it without them in the student build); the branch must then hold that edition.
