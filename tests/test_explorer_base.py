@@ -6,9 +6,11 @@ package touches a private matplotlib name."""
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import pathlib
 import re
+import weakref
 
 import pytest
 from matplotlib.artist import Artist
@@ -72,6 +74,14 @@ def test_an_impossible_setting_changes_nothing_and_a_foreign_figure_is_refused()
         ramp.draw(Figure(), a=1, tall=False)
     with pytest.raises(ValueError, match="unknown"):
         ramp.render(b=1)
+
+
+def test_the_explorer_keeps_no_figure_but_its_live_one():
+    """A static page draws every grid point on a new figure: none may outlive its picture."""
+    ramp = Ramp()
+    drawn = [weakref.ref(ramp.render(a=a)) for a in (1, 2, 3)]
+    gc.collect()
+    assert [figure() for figure in drawn] == [None] * 3
 
 
 def test_the_live_figure_draws_each_decoration_once():

@@ -47,7 +47,6 @@ import json
 import sys
 from collections.abc import Hashable
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -165,7 +164,6 @@ class Explorer:
     layout: str = "constrained"
 
     def __init__(self) -> None:
-        self._artists: WeakKeyDictionary[Figure, Any] = WeakKeyDictionary()  # what build made, per figure
         self._live: LiveFigure | None = None
 
     def __repr__(self) -> str:
@@ -189,13 +187,18 @@ class Explorer:
         return None
 
     def plot(self, result: Any, fig: Figure | None = None) -> Figure:
-        """``result`` on a new figure (``fig`` None), or on ``fig``, a figure this explorer built."""
+        """``result`` on a new figure (``fig`` None), or on ``fig``, a figure this explorer built.
+
+        The figure carries what ``build`` made, with the explorer that made it, so that both
+        live exactly as long as the figure does.
+        """
         if fig is None:
             fig = Figure(figsize=self.figsize, layout=self.layout)
-            self._artists[fig] = self.build(fig)
-        elif fig not in self._artists:
+            fig.lattn_explorer = (self, self.build(fig))
+        owner, artists = getattr(fig, "lattn_explorer", (None, None))
+        if owner is not self:
             raise ValueError(f"fig must be None or a figure this {self.name} explorer drew; got {fig!r}")
-        self.update(self._artists[fig], result)
+        self.update(artists, result)
         return fig
 
     def draw(self, fig: Figure | None, **settings: Any) -> Figure:
