@@ -216,6 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     header = f"{'explorer':15} {'p50':>7} {'p95':>7} {'cpu p50':>7} {'full':>4}"
     if "before" in workers:
         header += f"  {'base p50':>7} {'p95':>7} {'cpu p50':>7} {'full':>4}  {'ratio p50':>5} {'p95':>5}"
+    if not args.no_pages:
+        header += f"  {'frames':>6} {'page MB':>7}"
     print(f"milliseconds per one-control move, {args.runs} moves each; this tree {info['after']['package']}"
           + (f", baseline {info['before']['package']}" if "before" in info else "") + f"\n{header}")
     rows = []
