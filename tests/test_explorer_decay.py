@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
-from lattn_edu.explorers.decay import DecayExplorer, compute_decay, plot_decay
+from lattn_edu.explorers.decay import DecayExplorer, compute_decay
 
 
 @pytest.mark.parametrize("gamma", [0.5, 0.8, 0.9, 0.95, 0.99], ids=str)
@@ -35,14 +35,14 @@ def test_no_decay_means_infinite_half_life_and_every_token_counts():
     result = compute_decay(1.0, 16)
     assert math.isinf(result["half_life"]) and math.isinf(result["horizon"])
     np.testing.assert_array_equal(result["weights"], np.ones(16))
-    fig = plot_decay(result)
+    fig = DecayExplorer().plot(result)
     assert "half-life ∞" in fig.get_suptitle()
 
 
 def test_figure_marks_the_half_life_and_is_seeded():
     result = compute_decay(0.9, 64)
     np.testing.assert_array_equal(result["matrix"], compute_decay(0.9, 64)["matrix"])
-    fig = plot_decay(result)
+    fig = DecayExplorer().plot(result)
     curve = next(ax for ax in fig.axes if ax.get_xlabel().startswith("distance"))
     marks = [line.get_xdata()[0] for line in curve.get_lines() if line.get_linestyle() == "--"]
     assert result["half_life"] in marks

@@ -7,7 +7,7 @@ import pytest
 
 import lattn_edu as la
 from lattn_edu.explorers.base import ImpossibleSetting
-from lattn_edu.explorers.feature_maps import FeatureMapsExplorer, compute_feature_maps, plot_feature_maps
+from lattn_edu.explorers.feature_maps import FeatureMapsExplorer, compute_feature_maps
 
 
 def test_exact_and_estimates_are_the_packages():
@@ -83,7 +83,7 @@ def test_seeded_and_the_title_reports_the_error():
     a = compute_feature_maps(64, "trigonometric", "orthogonal", pairs=50, seeds=4)
     b = compute_feature_maps(64, "trigonometric", "orthogonal", pairs=50, seeds=4)
     np.testing.assert_array_equal(a["estimate"], b["estimate"])
-    fig = plot_feature_maps(a)
+    fig = FeatureMapsExplorer().plot(a)
     assert f"RMS {a['relative_rms']:.3g}" in fig.get_suptitle()
     assert fig.axes[0].get_xscale() == fig.axes[0].get_yscale() == "log"
     assert "Trigonometric features, orthogonal, m = 64" in fig.get_suptitle()
@@ -119,7 +119,7 @@ def histogram_shows(fig, result) -> None:
 
 def test_estimates_off_the_axes_are_on_its_edges_and_counted():
     result = compute_feature_maps(4, "trigonometric", "orthogonal", pairs=201, seeds=41)
-    fig = plot_feature_maps(result)
+    fig = FeatureMapsExplorer().plot(result)
     scatter = fig.axes[0]
     low, high = scatter.get_ylim()
     points, above, below, negative = scatter.lines[1:]  # after the diagonal
@@ -133,7 +133,7 @@ def test_estimates_off_the_axes_are_on_its_edges_and_counted():
 
 def test_positive_features_mark_nothing_red_and_count_draws_off_the_axis():
     result = compute_feature_maps(4, "positive", "orthogonal", pairs=401, seeds=65)
-    fig = plot_feature_maps(result)
+    fig = FeatureMapsExplorer().plot(result)
     scatter = fig.axes[0]
     assert len(scatter.lines[4].get_xdata()) == 0 and scatter.texts[0].get_text() == ""
     assert np.any(result["pair_draws"] > 3 * result["pair_exact"])  # the heavy right tail

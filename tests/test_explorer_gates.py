@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
-from lattn_edu.explorers.gates import FLAGS, GatesExplorer, compute_gates, flagged_task, gate, plot_gates
+from lattn_edu.explorers.gates import FLAGS, GatesExplorer, compute_gates, flagged_task, gate
 
 
 @pytest.mark.parametrize("kind", ["none", "fixed γ", "selective"])
@@ -41,6 +41,6 @@ def test_strength_sets_the_fixed_decay_and_bad_kind_is_named():
 
 
 def test_figure_and_defaults():
-    fig = plot_gates(compute_gates("fixed γ", 0.5))
-    assert "fixed γ" in fig._suptitle.get_text()
+    fig = GatesExplorer().plot(compute_gates("fixed γ", 0.5))
+    assert "fixed γ" in fig.get_suptitle()
     assert GatesExplorer().defaults == {"kind": "selective", "strength": 1.0}

@@ -7,8 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from lattn_edu.explorers.memory import (GATED_DECAY, MemoryExplorer, STYLES, compute_memory,
-                                        plot_memory)
+from lattn_edu.explorers.memory import GATED_DECAY, MemoryExplorer, STYLES, compute_memory
 from lattn_edu.memory import RULES, memory_errors
 
 
@@ -35,14 +34,14 @@ def test_a_redraw_reuses_the_figure_and_moves_its_lines():
     second = explorer.draw(first, **explorer.settings(p=64, correlation=0.8))
     assert second is first and first.axes[0].get_lines() == lines  # updated in place
     assert len(lines[0].get_xdata()) == 64
-    assert "P = 64" in second._suptitle.get_text()
+    assert "P = 64" in second.get_suptitle()
     assert first.axes[0].get_ylim()[1] >= max(compute_memory(64, 16, correlation=0.8)["errors"]["additive"])
 
 
 def test_each_rule_has_a_second_cue_besides_colour():
     styles = list(STYLES.values())
     assert len({s[1] for s in styles}) == len({s[2] for s in styles}) == len(RULES)
-    fig = plot_memory(compute_memory(8, 16))
+    fig = MemoryExplorer().plot(compute_memory(8, 16))
     assert [text.get_text() for text in fig.axes[1].get_legend().get_texts()] == list(RULES)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
-from lattn_edu.explorers.rank import RankExplorer, compute_rank, plot_rank
+from lattn_edu.explorers.rank import RankExplorer, compute_rank
 
 
 @pytest.mark.parametrize("n, m", [(63, 5), (100, 8), (21, 32), (37, 16)], ids=lambda v: str(v))
@@ -36,7 +36,7 @@ def test_seeded_and_the_figure_shows_the_ranks():
     a, b = compute_rank(33, 4, seed=1), compute_rank(33, 4, seed=1)
     for name in a["spectra"]:
         np.testing.assert_array_equal(a["spectra"][name], b["spectra"][name])
-    fig = plot_rank(a)
+    fig = RankExplorer().plot(a)
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and "numerical ranks" in fig.get_suptitle()
     assert "FAVOR+ 4 (<= 4)" in fig.get_suptitle()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
-from lattn_edu.explorers.recurrence import RecurrenceExplorer, compute_recurrence, plot_recurrence
+from lattn_edu.explorers.recurrence import RecurrenceExplorer, compute_recurrence
 
 
 @pytest.mark.parametrize("i, seed", [(0, 0), (5, 1), (11, 2)], ids=["first", "middle", "last"])
@@ -37,7 +37,7 @@ def test_seeded_and_the_figure_names_token_and_difference():
     a, b = compute_recurrence(4, 1), compute_recurrence(4, 1)
     np.testing.assert_array_equal(a["S"], b["S"])
     assert not np.array_equal(a["S"], compute_recurrence(4, 0)["S"])
-    fig = plot_recurrence(a)
+    fig = RecurrenceExplorer().plot(a)
     titles = [ax.get_title() for ax in fig.axes]
     assert "state S_i [6×4] and z_i [6]" in titles and any("row i of the parallel form" in t for t in titles)
     assert fig.get_suptitle().startswith("i = 4: tokens 0…4 of 12 are in the state")

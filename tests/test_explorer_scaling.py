@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from lattn_edu import timing
-from lattn_edu.explorers.scaling import (ScalingExplorer, compute_scaling, load_scaling, plot_scaling,
-                                         recorded_path)
+from lattn_edu.explorers.scaling import ScalingExplorer, compute_scaling, load_scaling, recorded_path
 
 
 def test_the_record_ships_with_the_package_and_covers_every_control():
@@ -31,7 +30,7 @@ def test_the_picture_has_the_recorded_numbers():
     run = next(r for r in record["runs"] if r["d"] == 64 and not r["causal"])
     result = compute_scaling(64, False)
     np.testing.assert_array_equal(result["seconds"]["softmax"], [row["median_s"] for row in run["softmax"]])
-    fig = plot_scaling(result)
+    fig = ScalingExplorer().plot(result)
     time_ax = fig.axes[0]
     lines = {line.get_label().split(":")[0]: line for line in time_ax.get_lines() if ":" in line.get_label()}
     np.testing.assert_allclose(lines["linear"].get_ydata(),

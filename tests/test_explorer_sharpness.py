@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lattn_edu as la
-from lattn_edu.explorers.sharpness import compute_sharpness, plot_sharpness
+from lattn_edu.explorers.sharpness import SharpnessExplorer, compute_sharpness
 
 SOFTMAX, ELU, FAVOR = "softmax", "elu+1", "FAVOR+ (m = 64)"
 
@@ -43,7 +43,7 @@ def test_the_row_is_the_packages_softmax_row_sorted_by_score():
 def test_seeded_and_plotted_with_every_method():
     a, b = compute_sharpness(40, 1.0, seed=2), compute_sharpness(40, 1.0, seed=2)
     assert a["entropy"] == b["entropy"]
-    fig = plot_sharpness(a)
+    fig = SharpnessExplorer().plot(a)
     lanes, bars = fig.axes
     labels = " ".join(text.get_text() for text in lanes.texts)
     assert all(f"{name}: entropy" in labels for name in (SOFTMAX, ELU, FAVOR))

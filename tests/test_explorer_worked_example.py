@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from lattn_edu.explorers import ImpossibleSetting
-from lattn_edu.explorers.worked_example import (WorkedExampleExplorer, compute_worked_example,
-                                                plot_worked_example)
+from lattn_edu.explorers.worked_example import WorkedExampleExplorer, compute_worked_example
 
 
 def test_defaults_give_the_chapter_numbers():
@@ -45,7 +44,7 @@ def test_zero_query_is_an_impossible_setting():
 def test_fractional_inputs_and_the_figure_shows_the_numbers():
     result = compute_worked_example(0.5, 1.5, 4)
     np.testing.assert_allclose(result["o"], [0.25, 3.0])  # [0.5, 1.5·4] / 2
-    fig = plot_worked_example(compute_worked_example(3, 1, 2))
+    fig = WorkedExampleExplorer().plot(compute_worked_example(3, 1, 2))
     assert "= [0.75, 0.50]" in fig.get_suptitle() and "[3, 2] / 4" in fig.get_suptitle()
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert "o = [0.75, 0.50]" in texts and "3/4\n= 0.75" in texts and "1/4\n= 0.25" in texts

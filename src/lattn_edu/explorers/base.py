@@ -1,26 +1,40 @@
-"""The explorer pattern: one ``draw`` turned into a live widget and a static page.
+"""The explorer pattern: one figure built once, moved per setting, shown live and as a static page.
 
-An explorer is a small class with
+An explorer is a small class that says what to compute and how to draw it:
 
 - ``controls``: {parameter: tuple of values}, the grid a reader can move through;
 - ``defaults``: the value of each control when it first appears;
-- ``draw(fig, **settings) -> Figure``: draws the settings on a new figure (``fig`` None) or
-  again on a figure it drew before, keeping its axes and their layout; an impossible
-  combination raises :class:`ImpossibleSetting` with a short reason before anything changes;
+- ``compute(**settings) -> result``: the numbers for one setting (every control given); an
+  impossible combination raises :class:`ImpossibleSetting` with a short reason, before
+  anything is drawn;
+- ``build(fig) -> artists``: the decoration on an empty figure (axes, limits, ticks, titles,
+  labels: the same at every setting) and every artist a setting moves, in place but empty;
+- ``update(artists, result)``: moves those artists to ``result`` (``set_data``,
+  ``set_height``, ``set_text``);
+- ``decoration(**settings)`` (optional): the settings that change the decoration (e.g. N when
+  the axes' limits follow N); None, the default, says the decoration never changes.
 
 and everything else comes from :class:`Explorer`:
 
-- ``render(**values) -> Figure``: pure; a new figure, the same values draw the same picture;
+- ``draw(fig, **settings) -> Figure`` and ``render(**values) -> Figure``: a new figure (built,
+  then updated), or a figure this explorer built, updated in place; the same values draw the
+  same picture either way;
 - ``widget()``: core ipywidgets only (sliders, dropdowns, an Image, an HTML note), so it
-  runs under ipywidgets 7.7 (Colab) and 8.x; each control change draws the new settings on
-  the live figure in place and blits them onto a kept background (``live_png``,
-  ``LiveCanvas``), so that a move costs little more than what moved
-  (``benchmarks/explorers.py`` measures it);
+  runs under ipywidgets 7.7 (Colab) and 8.x. It keeps one figure (``LiveFigure``): the
+  decoration is drawn once per ``decoration`` key and kept as pixels, and a control change
+  draws only the moving artists over them, with matplotlib's public blitting calls. A move
+  must stay under 100 ms at p95 on 2 cores (``benchmarks/explorers.py``), so a
+  decoration that stays put, few tick labels and numbers that change in the suptitle or an
+  axes text (not in an axes title) are what make an explorer fast;
 - ``static_html()``: every grid point drawn ahead of time into one self-contained HTML
-  snippet with range inputs and a few lines of inline JavaScript that swap the pictures:
-  no kernel, no network, no other host;
+  snippet with range inputs and a few lines of inline JavaScript that swap the pictures,
+  each with ``describe`` as its alt text and read out by a live region: no kernel, no
+  network, no other host;
 - ``display(explorer)`` in a notebook offers both: a Jupyter or Colab frontend shows the live
   widget, and the website (built with the widget view switched off) shows the static page.
+
+Only matplotlib's public API is used here and in every explorer (a test checks the source):
+any matplotlib release may change a private name, and Colab's matplotlib is not ours to pin.
 """
 
 from __future__ import annotations
@@ -30,16 +44,12 @@ import html
 import io
 import itertools
 import json
-import math
 import sys
-from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
-import numpy as np
 from matplotlib.artist import Artist
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
-from matplotlib.font_manager import FontProperties
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -73,153 +83,58 @@ def rgba_png(canvas: FigureCanvasAgg) -> bytes:
 
 def moving_artists(fig: Figure) -> list[Artist]:
     """What a new setting redraws, in drawing order: every axes' data (images, patches,
-    collections, lines, texts by z-order) and legend, then the figure's texts (the suptitle).
+    collections, lines, texts by z-order) and legend, then the figure's texts (the suptitle)
+    and legends, then every axes' frame (its spines: last, so that images and bars do not
+    cover it, as in a full draw, where the frame lies above the data).
 
-    Everything else is decoration: axes frames, ticks, tick labels, axis labels, titles and
-    grid. It is most of a full draw's cost, since it is mostly text, so an explorer keeps it
-    the same from one setting to the next where it can: numbers that change with the
-    settings belong in the suptitle or in a text on the axes, not in an axes title.
+    Everything else is decoration: axes backgrounds, ticks, tick labels, axis labels, titles
+    and grid. It is most of a full draw's cost, since it is mostly text.
     """
     artists: list[Artist] = []
     for ax in fig.axes:
         data = [*ax.images, *ax.patches, *ax.collections, *ax.lines, *ax.texts]
         artists += sorted(data, key=lambda artist: artist.get_zorder())
-        if ax.legend_ is not None:
-            artists.append(ax.legend_)
-    return artists + [*fig.texts, *fig.legends]
+        if ax.get_legend() is not None:
+            artists.append(ax.get_legend())
+    frames = [spine for ax in fig.axes for spine in ax.spines.values()]
+    return artists + [*fig.texts, *fig.legends] + frames
 
 
-def decoration_key(fig: Figure) -> str:
-    """A fingerprint of the decoration: equal keys draw the same background pixels.
-
-    Per axes: its box, limits, scales, aspect, titles, axis labels, every tick position and
-    tick label, tick and grid settings and which spines show.
-    """
-    parts: list[Any] = [tuple(fig.get_size_inches()), fig.dpi]
-    for ax in fig.axes:
-        parts.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
-                      ax.get_yscale(), ax.get_aspect(), ax.axison, ax.get_xlabel(), ax.get_ylabel(),
-                      [(title.get_text(), title.get_fontsize(), title.get_color())
-                       for title in (ax.title, ax._left_title, ax._right_title)],
-                      ax.get_facecolor(), [s.get_visible() for s in ax.spines.values()]))
-        for axis in (ax.xaxis, ax.yaxis):
-            for ticker in (axis.major, axis.minor):
-                locations = [float(x) for x in ticker.locator()]
-                parts.append((locations, ticker.formatter.format_ticks(locations)))
-            parts.append((sorted(axis._major_tick_kw.items()), sorted(axis._minor_tick_kw.items()),
-                          axis.get_label_position(), axis.get_ticks_position()))
-    return repr(parts)
-
-
-def _font_key(prop: FontProperties) -> tuple:
-    """What of a font's properties decides its glyphs (FontProperties' own hash inputs)."""
-    return (tuple(prop.get_family()), prop.get_slant(), prop.get_variant(), prop.get_weight(),
-            prop.get_stretch(), prop.get_size_in_points(), prop.get_file())
-
-
-def keep_text_bitmaps(renderer: RendererAgg, limit: int = 2048) -> None:
-    """Let ``renderer`` keep each string's rasterised glyphs and blend them in again later.
-
-    Agg draws a text line in two steps: FreeType rasterises the string into a bitmap that
-    depends only on the string, font, size, dpi and antialiasing; then the bitmap is blended
-    in at a whole-pixel position. Text is most of what a live picture draws, and most strings
-    (cell numbers, labels) come back from one picture to the next, so the first step is
-    kept for the last ``limit`` strings. Same pixels (tests compare); mathtext is left alone.
-    """
-    rasterise_and_draw = renderer.draw_text
-    bitmaps: OrderedDict[tuple, tuple] = OrderedDict()
-
-    def draw_text(gc: Any, x: float, y: float, s: str, prop: FontProperties, angle: float,
-                  ismath: Any = False, mtext: Any = None) -> None:
-        if ismath:
-            return rasterise_and_draw(gc, x, y, s, prop, angle, ismath, mtext)
-        key = (s, _font_key(prop), renderer.dpi, gc.get_antialiased())
-        if key in bitmaps:
-            bitmaps.move_to_end(key)
-        else:  # as RendererAgg.draw_text does, keeping the bitmap and its offsets
-            font = renderer._prepare_font(prop)
-            font.set_text(s, 0, flags=get_hinting_flag())
-            font.draw_glyphs_to_bitmap(antialiased=gc.get_antialiased())
-            x_offset, y_offset = font.get_bitmap_offset()
-            bitmaps[key] = (np.array(font), x_offset / 64, y_offset / 64, font.get_descent() / 64)
-            if len(bitmaps) > limit:
-                bitmaps.popitem(last=False)
-        bitmap, x_offset, y_offset, descent = bitmaps[key]
-        x = round(x + x_offset + descent * math.sin(math.radians(angle)))
-        y = round(y + y_offset + descent * math.cos(math.radians(angle)))
-        renderer._renderer.draw_text_image(bitmap, x, y + 1, angle, gc)
-
-    renderer.draw_text = draw_text
-
-
-class LiveCanvas:
+class LiveFigure:
     """One figure kept for the live widget, redrawn by blitting.
 
-    A picture whose decoration (``decoration_key``) has not been drawn yet is a full draw
-    with the moving artists and the spines left out; its pixels are kept as the background
-    for that key (the last BACKGROUNDS of them). A picture whose decoration has been drawn
-    restores that background. Either way the moving artists are drawn over it, then the
-    spines, once: last, so that images and bars do not cover the axes' frame, as in a full
-    draw (where they lie above data lines and below texts).
+    The figure is laid out once (constrained layout, then fixed). The first picture of each
+    decoration key draws the whole figure with the moving artists left out (``animated``)
+    and keeps its pixels (``copy_from_bbox``); every picture restores the kept pixels of its
+    key (``restore_region``) and draws the moving artists over them.
     """
-
-    BACKGROUNDS = 16  # about 0.9 MB each at LIVE_DPI
 
     def __init__(self, fig: Figure) -> None:
         fig.set_dpi(LIVE_DPI)
         fig.set_facecolor("white")
         self.canvas = FigureCanvasAgg(fig)
-        keep_text_bitmaps(self.canvas.get_renderer())  # the figure's size is fixed: one renderer
         fig.draw_without_rendering()  # the one constrained-layout pass
         fig.set_layout_engine("none")  # later pictures keep these positions
         self.figure = fig
-        self.backgrounds: OrderedDict[str, Any] = OrderedDict()
-        self.full_draws = 0  # how many pictures needed the whole figure drawn
+        self.backgrounds: dict[Hashable, Any] = {}  # one per decoration key: a handful per explorer
+        self.full_draws = 0  # how many pictures drew the decoration
 
-    def png(self, redraw_all: bool = False) -> bytes:
-        """PNG of the figure as it stands now; ``redraw_all`` draws the decoration again even
-        when its background is kept (tests compare the two paths)."""
+    def png(self, decoration: Hashable = None, redraw_all: bool = False) -> bytes:
+        """PNG of the figure as it stands now, on the decoration kept for ``decoration``;
+        ``redraw_all`` draws the decoration again even when it is kept (tests compare)."""
         fig = self.figure
         moving = moving_artists(fig)
-        frames = [spine for ax in fig.axes for spine in ax.spines.values()]
-        for artist in moving + frames:
+        for artist in moving:
             artist.set_animated(True)  # a full draw leaves them out
-        key = decoration_key(fig)
-        if key in self.backgrounds and not redraw_all:
-            self.backgrounds.move_to_end(key)
-            self.canvas.restore_region(self.backgrounds[key])
+        if decoration in self.backgrounds and not redraw_all:
+            self.canvas.restore_region(self.backgrounds[decoration])
         else:
             self.canvas.draw()
-            self.backgrounds[key] = self.canvas.copy_from_bbox(fig.bbox)
-            if len(self.backgrounds) > self.BACKGROUNDS:
-                self.backgrounds.popitem(last=False)
+            self.backgrounds[decoration] = self.canvas.copy_from_bbox(fig.bbox)
             self.full_draws += 1
-        renderer = self.canvas.get_renderer()
-        for artist in moving + frames:
-            artist.draw(renderer)
+        for artist in moving:
+            fig.draw_artist(artist)
         return rgba_png(self.canvas)
-
-
-def figure_axes(fig: Figure | None, figsize: tuple[float, float], columns: int = 1,
-                width_ratios: list[float] | None = None) -> tuple[Figure, list[Axes]]:
-    """A new figure with ``columns`` axes in a row, or ``fig``'s axes emptied for drawing again.
-
-    Emptying removes what was drawn (lines, texts, images, patches, collections, the legend)
-    but keeps the axes, their positions and the figure: building those is most of a new
-    figure's cost. Data limits are forgotten, so autoscaled axes fit the new data.
-    """
-    if fig is None:
-        fig = Figure(figsize=figsize, layout="constrained")
-        axes = fig.subplots(1, columns, width_ratios=width_ratios, squeeze=False)[0]
-        return fig, list(axes)
-    for ax in fig.axes:
-        for artist in [*ax.lines, *ax.texts, *ax.images, *ax.patches, *ax.collections]:
-            artist.remove()
-        if ax.legend_ is not None:
-            ax.legend_.remove()
-        ax.ignore_existing_data_limits = True
-        ax.set_autoscale_on(True)
-    return fig, list(fig.axes)
 
 
 def _json_for_script(value: Any) -> str:
@@ -236,42 +151,75 @@ def message_figure(text: str) -> Figure:
 
 
 class Explorer:
-    """Base class: subclasses set ``name``, ``title``, ``controls``, ``defaults`` and ``draw``."""
+    """Base class: subclasses set ``name``, ``title``, ``controls``, ``defaults``, ``labels``,
+    ``figsize`` (and ``layout`` "none" to place their axes themselves) and define ``compute``,
+    ``build`` and ``update`` (and ``decoration`` where the decoration follows a setting)."""
 
     name: str = ""
     title: str = ""
     controls: dict[str, tuple] = {}
     defaults: dict[str, Any] = {}
     labels: dict[str, str] = {}
+    figsize: tuple[float, float] = (10, 4.2)
+    layout: str = "constrained"
+
+    def __init__(self) -> None:
+        self._live: LiveFigure | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} explorer: {self.title}>"
 
+    def compute(self, **settings: Any) -> Any:
+        """The numbers for ``settings`` (every control given); ``ImpossibleSetting`` if none."""
+        raise NotImplementedError
+
+    def build(self, fig: Figure) -> Any:
+        """Draw the decoration on the empty ``fig`` and return the artists ``update`` moves."""
+        raise NotImplementedError
+
+    def update(self, artists: Any, result: Any) -> None:
+        """Move ``artists`` (what ``build`` returned) to ``result`` (what ``compute`` returned)."""
+        raise NotImplementedError
+
+    def decoration(self, **settings: Any) -> Hashable:
+        """What of ``settings`` changes the decoration: the live widget keeps one decoration per
+        value. None: the decoration is the same at every setting."""
+        return None
+
+    def plot(self, result: Any, fig: Figure | None = None) -> Figure:
+        """``result`` on a new figure (``fig`` None), or on ``fig``, a figure this explorer built.
+
+        The figure carries what ``build`` made, with the explorer that made it, so that both
+        live exactly as long as the figure does.
+        """
+        if fig is None:
+            fig = Figure(figsize=self.figsize, layout=self.layout)
+            fig.lattn_explorer = (self, self.build(fig))
+        owner, artists = getattr(fig, "lattn_explorer", (None, None))
+        if owner is not self:
+            raise ValueError(f"fig must be None or a figure this {self.name} explorer drew; got {fig!r}")
+        self.update(artists, result)
+        return fig
+
     def draw(self, fig: Figure | None, **settings: Any) -> Figure:
         """The picture for ``settings`` (every control given), on a new figure when ``fig`` is
-        None, else on ``fig``'s axes again (a figure this method drew before)."""
-        raise NotImplementedError
+        None, else on ``fig`` again (a figure this explorer drew before)."""
+        return self.plot(self.compute(**settings), fig)
 
     def render(self, **values: Any) -> Figure:
         """A new figure for ``values`` (defaults for the controls not given)."""
         return self.draw(None, **self.settings(**values))
 
     def live_png(self, **values: Any) -> bytes:
-        """PNG of the picture for ``values`` for the live widget, at LIVE_DPI.
-
-        The first call builds the figure, lays it out once and keeps it (``LiveCanvas``); later
-        calls draw on the same axes in place, and where the axes' decoration is unchanged only
-        what moved is drawn again. A new figure, its axes and constrained layout would be most
-        of a redraw, and tick labels and axis labels most of the rest.
-        """
+        """PNG of the picture for ``values`` for the live widget, at LIVE_DPI: the first call
+        builds the figure and keeps it (``LiveFigure``), later calls update it in place."""
         settings = self.settings(**values)
-        live = getattr(self, "_live", None)
-        with one_blas_thread():
-            if live is None:
-                self._live = live = LiveCanvas(self.draw(None, **settings))
+        with one_blas_thread():  # small matrices: a second BLAS thread would only spin
+            if self._live is None:
+                self._live = LiveFigure(self.draw(None, **settings))
             else:
-                self.draw(live.figure, **settings)
-        return live.png()
+                self.draw(self._live.figure, **settings)
+            return self._live.png(self.decoration(**settings))
 
     def settings(self, **values: Any) -> dict[str, Any]:
         """The defaults updated with ``values``; unknown names get a ``ValueError``."""

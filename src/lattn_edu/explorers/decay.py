@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from ..style import PALETTE
 from ..retention import decay_matrix, retention
-from .base import Explorer, figure_axes
+from .base import Explorer
 
 HEAD_WIDTH = 8  # d of the seeded q, k
 
@@ -43,42 +43,13 @@ def _tokens(x: float) -> str:
     return f"{x:.3g} token" + ("" if x == 1 else "s")
 
 
-def plot_decay(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """Left: (QKᵀ)⊙D as a heatmap. Right: γ^t against the distance t, with the half-life marked.
-
-    Few tick labels and no legend on purpose: they cost more to lay out than anything else.
-    Given ``fig``, a figure this function drew before, draws on its axes again in place.
-    """
-    gamma, n, matrix = result["gamma"], result["n"], result["matrix"]
-    fig, (heat_ax, curve_ax) = figure_axes(fig, (10, 4.2), 2, width_ratios=[1, 1.25])
-    limit = float(np.abs(matrix).max())
-    heat_ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
-    ends = [0, n // 2, n - 1]
-    heat_ax.set(xticks=ends, yticks=ends, xlabel="key j", ylabel="query i",
-                title="(QKᵀ)⊙D: red q·k > 0, blue < 0")
-    heat_ax.grid(False)
-
-    distance, weights = result["distance"], result["weights"]
-    # limits first: then adding artists triggers no autoscaling, most of their cost
-    curve_ax.set(xlim=(-0.5, n - 0.5), ylim=(-0.03, 1.08), xticks=np.linspace(0, n, 5).astype(int)[:-1].tolist() + [n - 1],
-                 yticks=[0, 0.5, 1], xlabel="distance t = i − j (tokens back)", ylabel="weight γ^t",
-                 title="how far back a token still counts")
-    curve_ax.plot(distance, weights, marker="o", markersize=3 if n > 20 else 5, color=PALETTE["blue"])
-    curve_ax.axhline(0.5, color="0.6", linestyle=":", linewidth=1)
-    half_life, horizon = result["half_life"], result["horizon"]
-    for mark, color, text in ((half_life, PALETTE["vermillion"], f"half-life\nln2/(−lnγ) = {half_life:.3g}"),
-                              (horizon, PALETTE["green"], f"weight 1%\nat t = {horizon:.3g}")):
-        if mark < n:
-            curve_ax.axvline(mark, color=color, linestyle="--")
-            curve_ax.text(mark + 0.01 * n, 0.97, text, color=color, fontsize=9, va="top", in_layout=False)
-    curve_ax.grid(alpha=0.3)
-    fig.suptitle(f"RetNet decay γ = {gamma:g}, N = {n}: a token t steps back is weighted γ^t, "
-                 f"half-life {_tokens(half_life)}", fontsize=11)
-    return fig
-
-
 class DecayExplorer(Explorer):
-    """Slide γ: the retention matrix narrows to a band near the diagonal, and memory shortens."""
+    """Slide γ: the retention matrix narrows to a band near the diagonal, and memory shortens.
+
+    Left: (QKᵀ)⊙D as a heatmap. Right: γ^t against the distance t, with the half-life and the
+    1 % horizon marked. Few tick labels and no legend on purpose: they cost more to lay out
+    than anything else.
+    """
 
     name = "decay"
     title = "RetNet decay γ: how far back a token still counts"
@@ -86,5 +57,52 @@ class DecayExplorer(Explorer):
     defaults = {"gamma": 0.9, "n": 64}
     labels = {"gamma": "decay γ", "n": "sequence length N"}
 
-    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
-        return plot_decay(compute_decay(settings["gamma"], settings["n"]), fig)
+    def compute(self, gamma: float, n: int) -> dict[str, Any]:
+        return compute_decay(gamma, n)
+
+    def decoration(self, gamma: float, n: int) -> int:
+        return n  # both panels' limits and ticks follow N
+
+    def build(self, fig: Figure) -> dict[str, Any]:
+        """Both panels' fixed labels and titles, an empty heatmap, curve and two marks."""
+        heat_ax, curve_ax = fig.subplots(1, 2, width_ratios=[1, 1.25])
+        artists: dict[str, Any] = {"heat_ax": heat_ax, "curve_ax": curve_ax}
+        artists["matrix"] = heat_ax.imshow(np.zeros((1, 1)), cmap="RdBu_r", interpolation="nearest")
+        heat_ax.set(xlabel="key j", ylabel="query i", title="(QKᵀ)⊙D: red q·k > 0, blue < 0")
+        heat_ax.grid(False)
+        curve_ax.set(ylim=(-0.03, 1.08), yticks=[0, 0.5, 1], xlabel="distance t = i − j (tokens back)",
+                     ylabel="weight γ^t", title="how far back a token still counts")
+        artists["curve"], = curve_ax.plot([], [], marker="o", color=PALETTE["blue"])
+        curve_ax.axhline(0.5, color="0.6", linestyle=":", linewidth=1)
+        artists["marks"] = [(curve_ax.axvline(0, color=color, linestyle="--"),
+                             curve_ax.text(0, 0.97, "", color=color, fontsize=9, va="top", in_layout=False))
+                            for color in (PALETTE["vermillion"], PALETTE["green"])]
+        curve_ax.grid(alpha=0.3)
+        artists["title"] = fig.suptitle("", fontsize=11)
+        return artists
+
+    def update(self, artists: dict[str, Any], result: dict[str, Any]) -> None:
+        """The matrix and the curve, the axes' limits and ticks for N, the marks that fall
+        inside the curve's axes, and the suptitle."""
+        gamma, n, matrix = result["gamma"], result["n"], result["matrix"]
+        limit = float(np.abs(matrix).max())
+        artists["matrix"].set_data(matrix)
+        artists["matrix"].set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+        artists["matrix"].set_clim(-limit, limit)
+        ends = [0, n // 2, n - 1]
+        artists["heat_ax"].set(xlim=(-0.5, n - 0.5), ylim=(n - 0.5, -0.5), xticks=ends, yticks=ends)
+        artists["curve_ax"].set(xlim=(-0.5, n - 0.5),
+                                xticks=np.linspace(0, n, 5).astype(int)[:-1].tolist() + [n - 1])
+        artists["curve"].set_data(result["distance"], result["weights"])
+        artists["curve"].set_markersize(3 if n > 20 else 5)
+        half_life, horizon = result["half_life"], result["horizon"]
+        for (line, note), mark, text in zip(artists["marks"], (half_life, horizon), (
+                f"half-life\nln2/(−lnγ) = {half_life:.3g}", f"weight 1%\nat t = {horizon:.3g}")):
+            shown = mark < n
+            x = mark if shown else n  # a mark beyond the axes is hidden
+            line.set_xdata([x, x])
+            line.set_visible(shown)
+            note.set_position((x + 0.01 * n, 0.97))
+            note.set_text(text if shown else "")
+        artists["title"].set_text(f"RetNet decay γ = {gamma:g}, N = {n}: a token t steps back is weighted "
+                                  f"γ^t, half-life {_tokens(half_life)}")

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from ..style import PALETTE
 from ..feature_maps import FavorPlus, TrigonometricFeatures, exp_kernel
 from ._ticks import fixed_ticks, power_of_ten
-from .base import Explorer, ImpossibleSetting, figure_axes
+from .base import Explorer, ImpossibleSetting
 
 HEAD_WIDTH = 16  # d
 PAIRS = 400  # (q, k) pairs in the scatter
@@ -82,7 +82,6 @@ def _pooled_maps(kind: str, d: int, orthogonal: bool, m: int, draws: int, first_
     pool = _projection_pool(kind, d, orthogonal, max(m, POOL_WIDTH), draws, first_seed)
     return tuple(make.from_projection(projection[:rows]) for projection in pool)
 
-
 def compute_feature_maps(m: int, kind: str, projection: str, d: int = HEAD_WIDTH,
                          pairs: int = PAIRS, seeds: int = SEEDS, seed: int = 0) -> dict[str, Any]:
     """Estimates φ(q)·φ(k) of exp(q·k) for ``pairs`` pairs with one draw of features, and for
@@ -121,105 +120,13 @@ def compute_feature_maps(m: int, kind: str, projection: str, d: int = HEAD_WIDTH
     }
 
 
-def build_feature_maps_figure(pairs: int, seeds: int) -> tuple[Figure, dict[str, Any]]:
-    """The figure with every artist in place and empty, on axes fixed for every setting: the
-    scatter of ``pairs`` estimates against exact values, with markers on its edges for
-    estimates beyond them, and the histogram of one pair's estimate over ``seeds`` draws,
-    divided by its exact value.
-
-    The explorer keeps this figure and moves its artists (``update_feature_maps_figure``).
-    What never changes is said in the axes' titles and labels, drawn once for all settings;
-    a legend would be drawn again at every move, and costs more than the data.
-    """
-    fig, (scatter, hist) = figure_axes(None, (9.5, 4), 2, width_ratios=[1.1, 1])
-    low, high = SCATTER_LIMITS
-    artists: dict[str, Any] = {}
-    scatter.plot(SCATTER_LIMITS, SCATTER_LIMITS, color="k", lw=1, ls="--")
-    artists["points"], = scatter.plot([], [], "o", ms=3, alpha=0.5)
-    artists["above"], = scatter.plot([], [], "^", ms=4)
-    artists["below"], = scatter.plot([], [], "v", ms=4)
-    artists["negative"], = scatter.plot([], [], "x", ms=5, mew=1.5, color=PALETTE["vermillion"])
-    artists["negative_count"] = scatter.text(0.98, 0.07, "", transform=scatter.transAxes, ha="right",
-                                             va="bottom", fontsize=9, color=PALETTE["vermillion"],
-                                             in_layout=False)
-    scatter.set(xscale="log", yscale="log", xlim=SCATTER_LIMITS, ylim=SCATTER_LIMITS,
-                xlabel="exact exp(q·k)", ylabel="estimate φ(q)·φ(k), one draw of features")
-    decades = np.logspace(np.log10(low), np.log10(high), round(np.log10(high / low)) + 1)
-    for axis in (scatter.xaxis, scatter.yaxis):
-        fixed_ticks(axis, decades, [power_of_ten(x) for x in decades])
-    scatter.set_title(f"estimate against exact, {pairs} pairs; dashed: equal\n"
-                      "▲ ▼ beyond the top or bottom edge; red ×: ≤ 0", fontsize=10)
-
-    lowest, highest = RATIO_EDGES[0], RATIO_EDGES[-1]
-    artists["bars"] = hist.stairs(np.zeros(RATIO_EDGES.size - 1), RATIO_EDGES, fill=True, alpha=0.75)
-    hist.axvspan(lowest, 0, color=PALETTE["vermillion"], alpha=0.18, lw=0)
-    hist.axvline(1, color="k", lw=2)  # the exact value
-    artists["mean"] = hist.axvline(1, color=PALETTE["purple"], lw=2, ls="--")
-    artists["outside"] = hist.text(0.98, 0.97, "", transform=hist.transAxes, ha="right", va="top",
-                                   fontsize=9, in_layout=False)
-    hist.set(xlim=(lowest, highest), ylim=(0, seeds),
-             xlabel="estimate / exact (red band: negative)", ylabel="number of draws")
-    ratios = np.arange(np.ceil(lowest), highest + 1)
-    fixed_ticks(hist.xaxis, ratios, [format(r, "g").replace("-", "−") for r in ratios])
-    counts = np.linspace(0, seeds, 5)
-    fixed_ticks(hist.yaxis, counts, [format(c, "g") for c in counts])
-    hist.set_title(f"one typical pair, {seeds} draws of the features\n"
-                   "solid: exact value; dashed: mean of the draws", fontsize=10)
-    artists["title"] = fig.suptitle("", fontsize=10)
-    return fig, artists
-
-
-def update_feature_maps_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
-    """Move every artist to ``result``: the points, the edge markers and the count of
-    estimates ≤ 0, the histogram, its mean and the counts of draws off its axis, and the
-    suptitle."""
-    exact, estimate = result["exact"], result["estimate"]
-    color = PALETTE["blue"] if result["kind"] == "positive" else PALETTE["orange"]
-    low, high = SCATTER_LIMITS
-    shown = (estimate > low) & (estimate <= high)
-    artists["points"].set_data(exact[shown], estimate[shown])
-    for name, mask, edge in (("above", estimate > high, high / 1.2),
-                             ("below", (estimate > 0) & (estimate <= low), low * 1.5),  # above the ×
-                             ("negative", estimate <= 0, low * 1.2)):
-        artists[name].set_data(exact[mask], np.full(mask.sum(), edge))
-    for name in ("points", "above", "below"):
-        artists[name].set_color(color)
-    negatives = int(np.sum(estimate <= 0))
-    artists["negative_count"].set_text(f"{negatives} of {estimate.size} estimates ≤ 0" if negatives else "")
-
-    draws, truth = result["pair_draws"], result["pair_exact"]
-    ratios = draws / truth  # [seeds]
-    counts, _ = np.histogram(ratios, RATIO_EDGES)
-    artists["bars"].set_data(counts)
-    artists["bars"].set_color(color)
-    artists["mean"].set_xdata([draws.mean() / truth] * 2)
-    outside = [f"{count} {side} {format(edge, 'g').replace('-', '−')}" for count, side, edge in (
-        (int(np.sum(ratios > RATIO_EDGES[-1])), "above", RATIO_EDGES[-1]),
-        (int(np.sum(ratios < RATIO_EDGES[0])), "below", RATIO_EDGES[0])) if count]
-    artists["outside"].set_text("\n".join(outside))
-    stderr = draws.std(ddof=1) / np.sqrt(draws.size)
-    artists["title"].set_text(
-        f"{result['kind'].capitalize()} features, {result['projection']}, m = {result['m']}: "
-        f"relative error RMS {result['relative_rms']:.3g}, median {result['relative_median']:.3g}\n"
-        f"one typical pair: exact {truth:.3f}, mean of the draws {draws.mean():.3f} "
-        f"(standard error {stderr:.3f})")
-
-
-def plot_feature_maps(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """Left: estimate vs exact over all pairs on fixed log axes (estimates beyond them marked
-    on the edges, those ≤ 0 in red). Right: histogram of one pair's estimate over independent
-    feature draws, divided by its exact value. Given ``fig``, a figure this function drew
-    before, moves its artists instead.
-    """
-    if fig is None:
-        fig, artists = build_feature_maps_figure(result["exact"].size, result["pair_draws"].size)
-        fig.feature_maps_artists = artists  # the next plot on this figure moves them
-    update_feature_maps_figure(fig.feature_maps_artists, result)
-    return fig
-
-
 class FeatureMapsExplorer(Explorer):
-    """How well m random features estimate exp(q·k): positive vs trigonometric, iid vs orthogonal."""
+    """How well m random features estimate exp(q·k): positive vs trigonometric, iid vs orthogonal.
+
+    Left: estimate vs exact over all pairs on fixed log axes (estimates beyond them marked on
+    the edges, those ≤ 0 in red). Right: histogram of one pair's estimate over independent
+    feature draws, divided by its exact value.
+    """
 
     name = "feature_maps"
     title = "Random features for the softmax kernel: error vs m"
@@ -227,11 +134,89 @@ class FeatureMapsExplorer(Explorer):
                 "projection": ("iid", "orthogonal")}
     defaults = {"m": 16, "kind": "positive", "projection": "orthogonal"}
     labels = {"m": "features m", "kind": "feature kind", "projection": "directions"}
+    figsize = (9.5, 4)
 
-    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
-        if fig is None:  # a first picture is slow anyway: build now the maps every move needs
-            for kind, orthogonal, m in itertools.product(KINDS, (False, True), self.controls["m"]):
-                if m % KINDS[kind].features_per_projection == 0:
-                    _pooled_maps(kind, HEAD_WIDTH, orthogonal, m, SEEDS, 1)  # seed 0's draws
-        result = compute_feature_maps(settings["m"], settings["kind"], settings["projection"])
-        return plot_feature_maps(result, fig)
+    def compute(self, m: int, kind: str, projection: str) -> dict[str, Any]:
+        return compute_feature_maps(m, kind, projection)
+
+    def build(self, fig: Figure) -> dict[str, Any]:
+        """Every artist in place and empty, on axes fixed for every setting: the scatter of
+        PAIRS estimates against exact values, with markers on its edges for estimates beyond
+        them, and the histogram of one pair's estimate over SEEDS draws, divided by its exact
+        value. What never changes is said in the axes' titles and labels, drawn once for all
+        settings; a legend would be drawn again at every move, and costs more than the data.
+        """
+        for kind, orthogonal, m in itertools.product(KINDS, (False, True), self.controls["m"]):
+            if m % KINDS[kind].features_per_projection == 0:  # a first picture is slow anyway:
+                _pooled_maps(kind, HEAD_WIDTH, orthogonal, m, SEEDS, 1)  # build every move's maps now
+        scatter, hist = fig.subplots(1, 2, width_ratios=[1.1, 1])
+        low, high = SCATTER_LIMITS
+        artists: dict[str, Any] = {}
+        scatter.plot(SCATTER_LIMITS, SCATTER_LIMITS, color="k", lw=1, ls="--")
+        artists["points"], = scatter.plot([], [], "o", ms=3, alpha=0.5)
+        artists["above"], = scatter.plot([], [], "^", ms=4)
+        artists["below"], = scatter.plot([], [], "v", ms=4)
+        artists["negative"], = scatter.plot([], [], "x", ms=5, mew=1.5, color=PALETTE["vermillion"])
+        artists["negative_count"] = scatter.text(0.98, 0.07, "", transform=scatter.transAxes, ha="right",
+                                                 va="bottom", fontsize=9, color=PALETTE["vermillion"],
+                                                 in_layout=False)
+        scatter.set(xscale="log", yscale="log", xlim=SCATTER_LIMITS, ylim=SCATTER_LIMITS,
+                    xlabel="exact exp(q·k)", ylabel="estimate φ(q)·φ(k), one draw of features")
+        decades = np.logspace(np.log10(low), np.log10(high), round(np.log10(high / low)) + 1)
+        for axis in (scatter.xaxis, scatter.yaxis):
+            fixed_ticks(axis, decades, [power_of_ten(x) for x in decades])
+        scatter.set_title(f"estimate against exact, {PAIRS} pairs; dashed: equal\n"
+                          "▲ ▼ beyond the top or bottom edge; red ×: ≤ 0", fontsize=10)
+
+        lowest, highest = RATIO_EDGES[0], RATIO_EDGES[-1]
+        artists["bars"] = hist.stairs(np.zeros(RATIO_EDGES.size - 1), RATIO_EDGES, fill=True, alpha=0.75)
+        hist.axvspan(lowest, 0, color=PALETTE["vermillion"], alpha=0.18, lw=0)
+        hist.axvline(1, color="k", lw=2)  # the exact value
+        artists["mean"] = hist.axvline(1, color=PALETTE["purple"], lw=2, ls="--")
+        artists["outside"] = hist.text(0.98, 0.97, "", transform=hist.transAxes, ha="right", va="top",
+                                       fontsize=9, in_layout=False)
+        hist.set(xlim=(lowest, highest), ylim=(0, SEEDS),
+                 xlabel="estimate / exact (red band: negative)", ylabel="number of draws")
+        ratios = np.arange(np.ceil(lowest), highest + 1)
+        fixed_ticks(hist.xaxis, ratios, [format(r, "g").replace("-", "−") for r in ratios])
+        counts = np.linspace(0, SEEDS, 5)
+        fixed_ticks(hist.yaxis, counts, [format(c, "g") for c in counts])
+        hist.set_title(f"one typical pair, {SEEDS} draws of the features\n"
+                       "solid: exact value; dashed: mean of the draws", fontsize=10)
+        artists["title"] = fig.suptitle("", fontsize=10)
+        return artists
+
+    def update(self, artists: dict[str, Any], result: dict[str, Any]) -> None:
+        """Move every artist to ``result``: the points, the edge markers and the count of
+        estimates ≤ 0, the histogram, its mean and the counts of draws off its axis, and the
+        suptitle."""
+        exact, estimate = result["exact"], result["estimate"]
+        color = PALETTE["blue"] if result["kind"] == "positive" else PALETTE["orange"]
+        low, high = SCATTER_LIMITS
+        shown = (estimate > low) & (estimate <= high)
+        artists["points"].set_data(exact[shown], estimate[shown])
+        for name, mask, edge in (("above", estimate > high, high / 1.2),
+                                 ("below", (estimate > 0) & (estimate <= low), low * 1.5),  # above the ×
+                                 ("negative", estimate <= 0, low * 1.2)):
+            artists[name].set_data(exact[mask], np.full(mask.sum(), edge))
+        for name in ("points", "above", "below"):
+            artists[name].set_color(color)
+        negatives = int(np.sum(estimate <= 0))
+        artists["negative_count"].set_text(f"{negatives} of {estimate.size} estimates ≤ 0" if negatives else "")
+
+        draws, truth = result["pair_draws"], result["pair_exact"]
+        ratios = draws / truth  # [seeds]
+        counts, _ = np.histogram(ratios, RATIO_EDGES)
+        artists["bars"].set_data(counts)
+        artists["bars"].set_color(color)
+        artists["mean"].set_xdata([draws.mean() / truth] * 2)
+        outside = [f"{count} {side} {format(edge, 'g').replace('-', '−')}" for count, side, edge in (
+            (int(np.sum(ratios > RATIO_EDGES[-1])), "above", RATIO_EDGES[-1]),
+            (int(np.sum(ratios < RATIO_EDGES[0])), "below", RATIO_EDGES[0])) if count]
+        artists["outside"].set_text("\n".join(outside))
+        stderr = draws.std(ddof=1) / np.sqrt(draws.size)
+        artists["title"].set_text(
+            f"{result['kind'].capitalize()} features, {result['projection']}, m = {result['m']}: "
+            f"relative error RMS {result['relative_rms']:.3g}, median {result['relative_median']:.3g}\n"
+            f"one typical pair: exact {truth:.3f}, mean of the draws {draws.mean():.3f} "
+            f"(standard error {stderr:.3f})")

@@ -20,12 +20,13 @@ from matplotlib.figure import Figure
 
 from ..style import PALETTE
 from ..gated import decay_mask, gated_linear_attention
-from .base import Explorer, figure_axes
+from .base import Explorer
 
 HEAD_WIDTH = 8  # d_k of the seeded q, k
 FLAGS = (10, 32)  # chapter 8's "remember me" tokens
 GATE_KINDS = ("none", "fixed γ", "selective")
 FIXED_RATE = 1 / 8  # fixed γ = exp(−s/8): strength 1 gives a half-life of 8 ln 2 ≈ 5.5 tokens
+LENGTH = 48  # N of the explorer's sequence
 
 
 def flagged_task(n: int, flags: tuple[int, ...] = FLAGS, d: int = HEAD_WIDTH,
@@ -50,7 +51,7 @@ def gate(kind: str, strength: float, flag: np.ndarray) -> tuple[np.ndarray, np.n
     raise ValueError(f"kind must be one of {', '.join(map(repr, GATE_KINDS))}; got {kind!r}")
 
 
-def compute_gates(kind: str, strength: float, n: int = 48, seed: int = 0) -> dict[str, Any]:
+def compute_gates(kind: str, strength: float, n: int = LENGTH, seed: int = 0) -> dict[str, Any]:
     """The mixing matrix A [N, N] (read off ``gated_linear_attention`` with V = I), and the first
     flagged token's survival Π exp(g_l) and share of |A| in each row i >= j* ([N - j*] each)."""
     q, k, flag = flagged_task(n, seed=seed)
@@ -64,38 +65,13 @@ def compute_gates(kind: str, strength: float, n: int = 48, seed: int = 0) -> dic
             "share": share}
 
 
-def plot_gates(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """Left: the mixing matrix with the flags marked. Right: the memory trace of the first flag.
+class GatesExplorer(Explorer):
+    """Switch between no decay, a fixed γ and a selective gate, and set how strongly each forgets.
 
+    Left: the mixing matrix with the flags marked. Right: the memory trace of the first flag.
     No legend on purpose: the title names the two curves, and a legend's layout costs more
     than the rest of the redraw.
-    Given ``fig``, a figure this function drew before, draws on its axes again in place.
     """
-    mixing, n, held = result["mixing"], result["n"], result["held"]
-    fig, (heat_ax, trace_ax) = figure_axes(fig, (10, 4.2), 2, width_ratios=[1, 1.25])
-    limit = float(np.abs(mixing).max())
-    heat_ax.imshow(mixing, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
-    for flag in FLAGS:
-        heat_ax.axvline(flag, color="0.33", linestyle=":", linewidth=1)
-    heat_ax.set(xticks=[0, *FLAGS, n - 1], yticks=[0, n // 2, n - 1], xlabel="source j (flags dotted)",
-                ylabel="output i", title="mixing matrix A")
-    heat_ax.grid(False)
-
-    positions = result["positions"]
-    trace_ax.plot(positions, result["survival"], color=PALETTE["blue"])  # no legend: the title says
-    trace_ax.plot(positions, result["share"], color=PALETTE["vermillion"], linestyle="--")
-    for flag in FLAGS:
-        trace_ax.axvline(flag, color="0.6", linestyle=":", linewidth=1)
-    trace_ax.set(xlim=(0, n - 1), ylim=(-0.03, 1.05), xticks=[0, *FLAGS, n - 1], yticks=[0, 0.5, 1],
-                 xlabel="step i",
-                 title=f"token {held}: write kept Π a_l (blue, solid), share of |A| (vermillion, dashed)")
-    trace_ax.grid(alpha=0.3)
-    fig.suptitle(f"decay: {result['kind']}, strength s = {result['strength']:g}", fontsize=11)
-    return fig
-
-
-class GatesExplorer(Explorer):
-    """Switch between no decay, a fixed γ and a selective gate, and set how strongly each forgets."""
 
     name = "gates"
     title = "Gates: what each kind of decay keeps of a flagged token"
@@ -103,5 +79,35 @@ class GatesExplorer(Explorer):
     defaults = {"kind": "selective", "strength": 1.0}
     labels = {"kind": "decay kind", "strength": "strength s"}
 
-    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
-        return plot_gates(compute_gates(settings["kind"], settings["strength"]), fig)
+    def compute(self, kind: str, strength: float) -> dict[str, Any]:
+        return compute_gates(kind, strength)
+
+    def build(self, fig: Figure) -> dict[str, Any]:
+        """Both panels for a sequence of LENGTH tokens, the flags dotted, the data empty."""
+        n, held = LENGTH, FLAGS[0]
+        heat_ax, trace_ax = fig.subplots(1, 2, width_ratios=[1, 1.25])
+        artists: dict[str, Any] = {"mixing": heat_ax.imshow(np.zeros((n, n)), cmap="RdBu_r",
+                                                             interpolation="nearest")}
+        for flag in FLAGS:
+            heat_ax.axvline(flag, color="0.33", linestyle=":", linewidth=1)
+            trace_ax.axvline(flag, color="0.6", linestyle=":", linewidth=1)
+        heat_ax.set(xticks=[0, *FLAGS, n - 1], yticks=[0, n // 2, n - 1], xlabel="source j (flags dotted)",
+                    ylabel="output i", title="mixing matrix A")
+        heat_ax.grid(False)
+        artists["survival"], = trace_ax.plot([], [], color=PALETTE["blue"])
+        artists["share"], = trace_ax.plot([], [], color=PALETTE["vermillion"], linestyle="--")
+        trace_ax.set(xlim=(0, n - 1), ylim=(-0.03, 1.05), xticks=[0, *FLAGS, n - 1], yticks=[0, 0.5, 1],
+                     xlabel="step i",
+                     title=f"token {held}: write kept Π a_l (blue, solid), share of |A| (vermillion, dashed)")
+        trace_ax.grid(alpha=0.3)
+        artists["title"] = fig.suptitle("", fontsize=11)
+        return artists
+
+    def update(self, artists: dict[str, Any], result: dict[str, Any]) -> None:
+        """The mixing matrix on a scale symmetric about 0, the two traces and the suptitle."""
+        limit = float(np.abs(result["mixing"]).max())
+        artists["mixing"].set_data(result["mixing"])
+        artists["mixing"].set_clim(-limit, limit)
+        artists["survival"].set_data(result["positions"], result["survival"])
+        artists["share"].set_data(result["positions"], result["share"])
+        artists["title"].set_text(f"decay: {result['kind']}, strength s = {result['strength']:g}")

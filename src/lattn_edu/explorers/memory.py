@@ -8,7 +8,7 @@ Keys are random unit vectors with a shared component (cosine about the key corre
 values are random unit vectors. Left: the retrieval error ‖Sᵀk_i − v_i‖ of every stored pair in
 the order they were written. Right: the singular values of each rule's state (at most
 min(m, d_v) of them: the rank cap). The figure and its artists are built once; a control
-change recomputes three small scans and moves the artists' data (set_data), not redraws them.
+change recomputes three small scans and moves the artists' data (set_data).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ STYLES = {"additive": (PALETTE["orange"], "-", "o"), "delta": (PALETTE["blue"], 
 # compressed above, so that the common values (0 to 2) still fill half the height.
 Y_TICKS = (0, 0.5, 1, 2, 4, 8)
 
-
 def compute_memory(p: int, m: int, beta: float = 1.0, correlation: float = 0.0,
                    d_v: int = VALUE_WIDTH, decay: float = GATED_DECAY, seed: int = 0) -> dict[str, Any]:
     """Per rule: the retrieval error of each pair [P] and the state's singular values [min(m, d_v)]."""
@@ -49,55 +48,6 @@ def compute_memory(p: int, m: int, beta: float = 1.0, correlation: float = 0.0,
             "singular": singular}
 
 
-def build_memory_figure() -> tuple[Figure, dict[str, Any]]:
-    """The empty figure with fixed axes positions and one line per rule in each panel."""
-    fig = Figure(figsize=(8.5, 3.4), layout="none")  # fixed axes: no layout pass per update
-    error_ax = fig.add_axes((0.07, 0.15, 0.5, 0.68))
-    value_ax = fig.add_axes((0.66, 0.15, 0.32, 0.68))
-    artists: dict[str, Any] = {"error_ax": error_ax, "value_ax": value_ax, "errors": {}, "singular": {}}
-    for rule in RULES:
-        colour, style, marker = STYLES[rule]
-        artists["errors"][rule], = error_ax.plot([], [], color=colour, linestyle=style, marker=marker,
-                                                 markersize=3)
-        artists["singular"][rule], = value_ax.plot([], [], color=colour, linestyle=style, marker=marker,
-                                                   markersize=4, label=rule)
-    # few, fixed ticks: text is most of a redraw's cost
-    error_ax.set(xlim=(0, MAX_PAIRS + 1), xticks=(1, 16, 32, 48, 64), xlabel="pair i (in the order written)",
-                 ylabel="‖Sᵀk_i − v_i‖ / ‖v_i‖")
-    value_ax.legend(loc="upper right", fontsize=8, frameon=False)  # the corner small singular values leave free
-    value_ax.set(xlim=(0.5, VALUE_WIDTH + 0.5), xticks=(1, 4, 8, 12, 16), xlabel="index")
-    for ax in (error_ax, value_ax):
-        ax.set_yscale("asinh", linear_width=1)
-        ax.set_ylim(0, Y_TICKS[-1])
-        fixed_ticks(ax.yaxis, Y_TICKS, [f"{tick:g}" for tick in Y_TICKS])
-    error_ax.set_title("retrieval error (dash-dot line: i = m, the key width)", fontsize=10)
-    value_ax.set_title("singular values of S", fontsize=10)
-    artists["capacity"] = error_ax.axvline(0, color="#777777", linewidth=1, linestyle="-.")
-    artists["title"] = fig.suptitle("", fontsize=10)
-    for ax in (error_ax, value_ax):
-        ax.grid(alpha=0.3)
-    return fig, artists
-
-
-def update_memory_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
-    """Move every artist to ``result``: data, the m marker and the suptitle."""
-    p, m = result["p"], result["m"]
-    for rule in RULES:
-        artists["errors"][rule].set_data(np.arange(1, p + 1), result["errors"][rule])
-        artists["singular"][rule].set_data(np.arange(1, len(result["singular"][rule]) + 1),
-                                           result["singular"][rule])
-    artists["capacity"].set_xdata([m, m])
-    artists["title"].set_text(f"P = {p} pairs, m = {m}, d_v = {VALUE_WIDTH}, β = {result['beta']:g}, "
-                              f"key correlation {result['correlation']:g}, gated a = {GATED_DECAY}")
-
-
-def plot_memory(result: dict[str, Any]) -> Figure:
-    """A new figure showing ``result`` (the explorer reuses one figure instead)."""
-    fig, artists = build_memory_figure()
-    update_memory_figure(artists, result)
-    return fig
-
-
 class MemoryExplorer(Explorer):
     """Store P pairs by three rules and see what each can read back, and the rank it leaves."""
 
@@ -107,13 +57,47 @@ class MemoryExplorer(Explorer):
                 "correlation": (0.0, 0.8)}  # 48 frames: the static page stays under 3 MB
     defaults = {"p": 16, "m": 16, "beta": 1.0, "correlation": 0.0}
     labels = {"p": "pairs P", "m": "key width m", "beta": "step β", "correlation": "key correlation ρ"}
+    figsize = (8.5, 3.4)
+    layout = "none"  # the axes are placed by hand: no layout pass at all
 
-    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
-        """A new figure, or ``fig`` (one this explorer drew) with its artists moved: the same
-        settings always draw the same picture."""
-        if fig is None:
-            fig, artists = build_memory_figure()
-            fig.memory_artists = artists  # the next draw on this figure moves them
-        update_memory_figure(fig.memory_artists, compute_memory(
-            settings["p"], settings["m"], settings["beta"], settings["correlation"]))
-        return fig
+    def compute(self, p: int, m: int, beta: float, correlation: float) -> dict[str, Any]:
+        return compute_memory(p, m, beta, correlation)
+
+    def build(self, fig: Figure) -> dict[str, Any]:
+        """Two axes at fixed positions and one line per rule in each panel."""
+        error_ax = fig.add_axes((0.07, 0.15, 0.5, 0.68))
+        value_ax = fig.add_axes((0.66, 0.15, 0.32, 0.68))
+        artists: dict[str, Any] = {"errors": {}, "singular": {}}
+        for rule in RULES:
+            colour, style, marker = STYLES[rule]
+            artists["errors"][rule], = error_ax.plot([], [], color=colour, linestyle=style, marker=marker,
+                                                     markersize=3)
+            artists["singular"][rule], = value_ax.plot([], [], color=colour, linestyle=style, marker=marker,
+                                                       markersize=4, label=rule)
+        # few, fixed ticks: text is most of a redraw's cost
+        error_ax.set(xlim=(0, MAX_PAIRS + 1), xticks=(1, 16, 32, 48, 64), xlabel="pair i (in the order written)",
+                     ylabel="‖Sᵀk_i − v_i‖ / ‖v_i‖")
+        value_ax.legend(loc="upper right", fontsize=8, frameon=False)  # the corner small singular values leave free
+        value_ax.set(xlim=(0.5, VALUE_WIDTH + 0.5), xticks=(1, 4, 8, 12, 16), xlabel="index")
+        for ax in (error_ax, value_ax):
+            ax.set_yscale("asinh", linear_width=1)
+            ax.set_ylim(0, Y_TICKS[-1])
+            fixed_ticks(ax.yaxis, Y_TICKS, [f"{tick:g}" for tick in Y_TICKS])
+        error_ax.set_title("retrieval error (dash-dot line: i = m, the key width)", fontsize=10)
+        value_ax.set_title("singular values of S", fontsize=10)
+        artists["capacity"] = error_ax.axvline(0, color="#777777", linewidth=1, linestyle="-.")
+        artists["title"] = fig.suptitle("", fontsize=10)
+        for ax in (error_ax, value_ax):
+            ax.grid(alpha=0.3)
+        return artists
+
+    def update(self, artists: dict[str, Any], result: dict[str, Any]) -> None:
+        """Move every artist to ``result``: data, the m marker and the suptitle."""
+        p, m = result["p"], result["m"]
+        for rule in RULES:
+            artists["errors"][rule].set_data(np.arange(1, p + 1), result["errors"][rule])
+            artists["singular"][rule].set_data(np.arange(1, len(result["singular"][rule]) + 1),
+                                               result["singular"][rule])
+        artists["capacity"].set_xdata([m, m])
+        artists["title"].set_text(f"P = {p} pairs, m = {m}, d_v = {VALUE_WIDTH}, β = {result['beta']:g}, "
+                                  f"key correlation {result['correlation']:g}, gated a = {GATED_DECAY}")

@@ -17,13 +17,12 @@ from ..style import PALETTE
 from ..feature_maps import FavorPlus
 from ..softmax import softmax_attention_weights
 from ._ticks import fixed_ticks, plain_log_labels
-from .base import Explorer, figure_axes
+from .base import Explorer
 
 HEAD_WIDTH = 16  # d: elu+1 has m = d = 16 features
 SIZES, FEATURES = (16, 32, 64, 128), (4, 8, 16, 32)  # the explorer's N and m
 INDEX_TICKS = (1, 2, 4, 8, 16, 32, 64, 128)
 FLOOR = 1e-18  # where exact zeros and rounding noise are drawn on the log axis
-
 
 def compute_rank(n: int, m: int, d: int = HEAD_WIDTH, seed: int = 0) -> dict[str, Any]:
     """Normalised singular values σ_i/σ_1 and numerical ranks of the three N×N matrices.
@@ -52,72 +51,60 @@ def compute_rank(n: int, m: int, d: int = HEAD_WIDTH, seed: int = 0) -> dict[str
 COLORS, STYLES = (PALETTE["vermillion"], PALETTE["green"], PALETTE["blue"]), ("-", "--", "-.")
 
 
-def build_rank_figure(names: list[str]) -> tuple[Figure, dict[str, Any]]:
-    """The figure for the methods ``names`` with every artist in place: a spectrum line per
-    method, the dotted lines and notes at m = d and m, the legend and the suptitle, on one
-    index axis for every N (log scale), so the axes stay put as N and m change. The explorer
-    keeps it and moves the artists (``update_rank_figure``): a new legend costs more than
-    the data."""
-    fig, (ax,) = figure_axes(None, (7.5, 4.2))
-    artists: dict[str, Any] = {"ax": ax, "title": fig.suptitle("", fontsize=10)}
-    artists["spectra"] = [ax.plot([], [], style, color=color, lw=2, label=name)[0]
-                          for name, color, style in zip(names, COLORS, STYLES)]
-    artists["widths"] = [(ax.axvline(1, color=color, lw=1, ls=":"),
-                          ax.annotate("", (1, 1e-7), xytext=(4, 0), textcoords="offset points", color=color,
-                                      fontsize=9, va="center")) for color in COLORS[1:]]
-    ax.set(xscale="log", xlim=(0.8, 1.25 * max(SIZES)), ylim=(FLOOR / 2, 3), yscale="log",
-           xlabel="index i of the singular value (largest first, log scale)", ylabel="σ_i / σ_1 (log scale)",
-           title="Singular spectra of the N×N attention matrix")
-    fixed_ticks(ax.xaxis, INDEX_TICKS, [str(i) for i in INDEX_TICKS])
-    plain_log_labels(ax.yaxis)
-    artists["legend"] = ax.legend(loc="center right", fontsize=9, title=" ", title_fontsize=9)
-    return fig, artists
-
-
-def update_rank_figure(artists: dict[str, Any], result: dict[str, Any]) -> None:
-    """Move every artist to ``result``: the spectra and their ranks in the legend, the lines
-    at m = d and m where they bind (a note in the legend where they do not), the suptitle."""
-    n, m, d = result["n"], result["m"], result["d"]
-    index = np.arange(1, n + 1)
-    texts = artists["legend"].get_texts()
-    for line, text, (name, sigma) in zip(artists["spectra"], texts, result["spectra"].items()):
-        line.set_data(index, np.maximum(sigma, FLOOR))
-        line.set_label(f"{name}: rank {result['ranks'][name]}")
-        text.set_text(line.get_label())
-    for (line, note), width, what in zip(artists["widths"], (d, m), ("m = d", "m")):
-        line.set_xdata([width + 0.5] * 2)
-        note.xy = (width + 0.5, 1e-7)
-        note.set_text(f"{what} = {width}")
-        line.set_visible(width < n)
-        note.set_visible(width < n)
-    loose = [what for width, what in ((d, "elu+1"), (m, "FAVOR+")) if width >= n]
-    artists["legend"].set_title(f"{' and '.join(loose)}: m >= N, so the cap\nmin(N, m) = N does not bind"
-                                if loose else "", prop={"size": 9})
-    ranks = ", ".join(f"{name.split(' ')[0]} {result['ranks'][name]}"
-                      + ("" if name == "softmax" else f" (<= {result['caps'][name]})")
-                      for name in result["ranks"])
-    artists["title"].set_text(f"N = {n}, d = {d}; numerical ranks: {ranks}")
-
-
-def plot_rank(result: dict[str, Any], fig: Figure | None = None) -> Figure:
-    """σ_i/σ_1 against i on a log axis, dotted lines at m = d (elu+1) and m (FAVOR+).
-    Given ``fig``, a figure this function drew before, moves its artists instead.
-    """
-    if fig is None:
-        fig, artists = build_rank_figure(list(result["spectra"]))
-        fig.rank_artists = artists  # the next plot on this figure moves them
-    update_rank_figure(fig.rank_artists, result)
-    return fig
-
-
 class RankExplorer(Explorer):
-    """The rank <= m cap of linear attention, next to softmax's full-rank spectrum."""
+    """The rank <= m cap of linear attention, next to softmax's full-rank spectrum: σ_i/σ_1
+    against i on a log axis, dotted lines at m = d (elu+1) and m (FAVOR+)."""
 
     name = "rank"
     title = "Rank of the attention matrix: linear attention's m cap vs softmax"
     controls = {"n": SIZES, "m": FEATURES}
     defaults = {"n": 64, "m": 8}
     labels = {"n": "sequence length N", "m": "FAVOR+ features m"}
+    figsize = (7.5, 4.2)
 
-    def draw(self, fig: Figure | None, **settings: Any) -> Figure:
-        return plot_rank(compute_rank(settings["n"], settings["m"]), fig)
+    def compute(self, n: int, m: int) -> dict[str, Any]:
+        return compute_rank(n, m)
+
+    def build(self, fig: Figure) -> dict[str, Any]:
+        """Every artist in place: a spectrum line per method (softmax, elu+1, FAVOR+), the
+        dotted lines and notes at m = d and m, the legend and the suptitle, on one index axis
+        for every N (log scale), so the axes stay put as N and m change. The legend is built
+        once and its texts moved: a new legend costs more than the data."""
+        ax = fig.subplots()
+        artists: dict[str, Any] = {"title": fig.suptitle("", fontsize=10)}
+        artists["spectra"] = [ax.plot([], [], style, color=color, lw=2, label=" ")[0]
+                              for color, style in zip(COLORS, STYLES)]
+        artists["widths"] = [(ax.axvline(1, color=color, lw=1, ls=":"),
+                              ax.annotate("", (1, 1e-7), xytext=(4, 0), textcoords="offset points", color=color,
+                                          fontsize=9, va="center")) for color in COLORS[1:]]
+        ax.set(xscale="log", xlim=(0.8, 1.25 * max(SIZES)), ylim=(FLOOR / 2, 3), yscale="log",
+               xlabel="index i of the singular value (largest first, log scale)", ylabel="σ_i / σ_1 (log scale)",
+               title="Singular spectra of the N×N attention matrix")
+        fixed_ticks(ax.xaxis, INDEX_TICKS, [str(i) for i in INDEX_TICKS])
+        plain_log_labels(ax.yaxis)
+        artists["legend"] = ax.legend(loc="center right", fontsize=9, title=" ", title_fontsize=9)
+        return artists
+
+    def update(self, artists: dict[str, Any], result: dict[str, Any]) -> None:
+        """Move every artist to ``result``: the spectra and their ranks in the legend, the lines
+        at m = d and m where they bind (a note in the legend where they do not), the suptitle."""
+        n, m, d = result["n"], result["m"], result["d"]
+        index = np.arange(1, n + 1)
+        texts = artists["legend"].get_texts()
+        for line, text, (name, sigma) in zip(artists["spectra"], texts, result["spectra"].items()):
+            line.set_data(index, np.maximum(sigma, FLOOR))
+            line.set_label(f"{name}: rank {result['ranks'][name]}")
+            text.set_text(line.get_label())
+        for (line, note), width, what in zip(artists["widths"], (d, m), ("m = d", "m")):
+            line.set_xdata([width + 0.5] * 2)
+            note.xy = (width + 0.5, 1e-7)
+            note.set_text(f"{what} = {width}")
+            line.set_visible(width < n)
+            note.set_visible(width < n)
+        loose = [what for width, what in ((d, "elu+1"), (m, "FAVOR+")) if width >= n]
+        artists["legend"].set_title(f"{' and '.join(loose)}: m >= N, so the cap\nmin(N, m) = N does not bind"
+                                    if loose else "", prop={"size": 9})
+        ranks = ", ".join(f"{name.split(' ')[0]} {result['ranks'][name]}"
+                          + ("" if name == "softmax" else f" (<= {result['caps'][name]})")
+                          for name in result["ranks"])
+        artists["title"].set_text(f"N = {n}, d = {d}; numerical ranks: {ranks}")
