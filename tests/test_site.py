@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import posixpath
 import re
 import subprocess
 from pathlib import Path
@@ -46,6 +47,9 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 TOC_PAGES = [TOC["root"]] + [chapter["file"] for part in TOC["parts"] for chapter in part["chapters"]]
 PAGES = [f"{page}.html" for page in TOC_PAGES] + ["search.html", "genindex.html"]
+# Old address -> the page it now leads to (sphinx-reredirects, _config.yml's redirects)
+MOVED = {f"{old}.html": urljoin(f"{old}.html", new)
+         for old, new in CONFIG["sphinx"]["config"]["redirects"].items()}
 
 
 def _origin(url: str) -> str:
@@ -281,9 +285,21 @@ def _check_links(page, site: Path, site_url: str) -> tuple[list[str], int]:
 def test_the_build_holds_exactly_the_pages_this_test_opens(built_site):
     pages = {p.relative_to(built_site).as_posix() for p in built_site.rglob("*.html")
              if not p.relative_to(built_site).parts[0].startswith("_")}
-    assert pages - {"index.html"} == set(PAGES), "pages built but not checked, or checked but not built"
+    assert pages - {"index.html"} - set(MOVED) == set(PAGES), "pages built but not checked, or checked but not built"
     redirect = (built_site / "index.html").read_text(encoding="utf-8")
     assert f'{TOC["root"]}.html' in redirect, "index.html does not lead to the root page"
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_an_old_chapter_address_leads_to_its_page(old, built_site):
+    """The chapters' addresses before the site built from book/myst still arrive, at a page
+    the build made, with a link for browsers that do not follow the refresh."""
+    new = MOVED[old]
+    assert new in PAGES, f"{old} leads to {new}, which is not a page of the site"
+    html = (built_site / old).read_text(encoding="utf-8")
+    target = posixpath.relpath(new, posixpath.dirname(old))
+    assert f'http-equiv="refresh" content="0; url={target}"' in html and f'href="{target}"' in html
+    assert '<html lang="en">' in html and "<title>" in html
 
 
 @pytest.mark.parametrize("page_path", PAGES)
