@@ -32,7 +32,7 @@ from ._checks import (array_namespace, check_bool, check_choice, check_finite, c
                       check_positive_int, check_positive_state, check_qkv, check_state_part,
                       nonfinite_output_error)
 from .feature_maps import checked_features, has_log_features, stabilised_features, stabilised_state
-from .gated import run_recurrence
+from .gated import check_finite_result, run_recurrence
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
 # The recurrence's form for each form of linear attention: it has no prefix-sum form, so
@@ -169,61 +169,80 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     form = check_choice(form, "form", FORMS)
     eps = check_nonnegative_float(eps, "eps")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    if (initial_state is not None or check_bool(return_state, "return_state")
-            or has_log_features(feature_map)):
-        return _linear_attention_as_recurrence(q, k, v, feature_map, causal, form, backend, eps,
-                                            chunk_size, initial_state, return_state)
+    return_state = check_bool(return_state, "return_state")
     kernels = get_backend(backend)
-    fused = getattr(kernels, "FUSED", {}).get((form, feature_map)) if isinstance(feature_map, str) else None
-    # A fused kernel checks q, k, v and its output for NaN and inf itself, in its own passes.
-    q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal, finite=fused is None))
-    extra = (chunk_size,) if form == "chunkwise" else ()
-    with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
-        if fused is not None:  # the backend applies this feature map inside its kernel (chapter 9)
-            return restore(fused(q, k, v, causal, eps, *extra))
-        phi_q, phi_k = checked_features(feature_map, q, k)
-        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps, *extra)
-    _check_output(out, feature_map, eps)
-    return restore(out)
-
-
-def _linear_attention_as_recurrence(q: Any, k: Any, v: Any, feature_map: Any, causal: bool, form: str,
-                                    backend: str, eps: float, chunk_size: int, initial_state: Any,
-                                    return_state: bool) -> Any:
-    """Linear attention as the gated recurrence on [V | 1], from and to a state: without decay
-    for a plain map, with the change of units as decay for a map in log space."""
-    from .backends import get_backend
-
+    if causal and _RECURRENCE_FORMS[form] == "chunkwise" and _in_kernel(feature_map, kernels):
+        return _chunkwise_in_kernel(q, k, v, feature_map, kernels, eps, chunk_size, initial_state,
+                                    return_state)
     q, k, v = check_qkv(q, k, v, causal)
     xp = array_namespace(v)
     values = xp.concatenate([v, xp.ones_like(v[..., :1])], -1)  # [V | 1]  [..., N, d_v + 1]
-    log_scale = None
-    if has_log_features(feature_map):
-        log_q, log_k = checked_features(feature_map, q, k, log=True)  # [..., N_q, m], [..., N, m]
-        start, start_scale = _stabilised_start(initial_state, log_k, v)  # [S | z] in units start_scale
-        features = stabilised_features(log_q, log_k, causal, start_scale)
-        phi_q, phi_k, log_decay, log_scale = (features.phi_q, features.phi_k, features.log_decay,
-                                              features.log_scale)
-        if start is not None and log_decay is None:  # into the one unit all keys share
-            start = start * xp.exp(start_scale - log_scale)[..., None]
-    else:
-        phi_q, phi_k = checked_features(feature_map, q, k)  # [..., N_q, m], [..., N, m]
-        start, log_decay = _joined_state(initial_state, phi_k, v), None  # [S | z]  [..., m, d_v + 1]
+    phi_q, phi_k, log_decay, start, log_scale = _features_and_start(feature_map, q, k, v, causal,
+                                                                     initial_state)
     if causal:  # the recurrence's forms are all causal
         both, state = run_recurrence("gated", phi_q, phi_k, values, (log_decay,), 1.0,
                                      _RECURRENCE_FORMS[form], backend, chunk_size, start, return_state=True)
-    else:  # every query reads the state after the last key
-        phi_q, phi_k, values, start, restore = get_backend(backend).to_backend(phi_q, phi_k, values, start)
-        state = phi_k.swapaxes(-1, -2) @ values  # [..., m, d_v + 1]
-        state = state if start is None else start + state
-        both, state = restore(phi_q @ state), restore(state)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    else:
+        both, state = _two_products(phi_q, phi_k, values, start, form, kernels)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
         out = both[..., :-1] / (both[..., -1:] + eps)
     _check_output(out, feature_map, eps)
+    return _with_state(out, state, log_scale) if return_state else out
+
+
+def _in_kernel(feature_map: Any, kernels: Any) -> bool:
+    """Whether the backend's chunkwise gated form computes these features itself (an
+    elementwise map it names), so that the input is read once."""
+    return isinstance(feature_map, str) and feature_map in getattr(kernels, "KERNEL_FEATURE_MAPS", ())
+
+
+def _chunkwise_in_kernel(q: Any, k: Any, v: Any, feature_map: str, kernels: Any, eps: float,
+                         chunk_size: int, initial_state: Any, return_state: bool) -> Any:
+    """The chunkwise gated recurrence on [V | 1] with the features and the division inside the
+    kernel, which checks q, k, v and the output for NaN and inf in its own passes."""
+    q, k, v = check_qkv(q, k, v, causal=True, finite=False)
+    start = _joined_state(initial_state, k, v)  # an elementwise map keeps the width: m = d
+    q, k, v, start, restore = kernels.to_backend(q, k, v, start)
+    out, state = kernels.GATED_FORMS["chunkwise"](q, k, v, None, 1.0, start, chunk_size,
+                                                  feature_map=feature_map, normaliser_eps=eps)
     if not return_state:
-        return out
+        return restore(out)
+    check_finite_result(out, state)
+    return _with_state(restore(out), restore(state), None)
+
+
+def _features_and_start(feature_map: Any, q: Any, k: Any, v: Any, causal: bool, initial_state: Any) -> tuple:
+    """(φ(q), φ(k), log decay or None, carried [S | z] or None, log_scale or None): for a map in
+    log space the features and state in its stable units, where a change of units is a decay."""
+    if not has_log_features(feature_map):
+        phi_q, phi_k = checked_features(feature_map, q, k)  # [..., N_q, m], [..., N, m]
+        return phi_q, phi_k, None, _joined_state(initial_state, phi_k, v), None
+    log_q, log_k = checked_features(feature_map, q, k, log=True)  # [..., N_q, m], [..., N, m]
+    start, start_scale = _stabilised_start(initial_state, log_k, v)  # [S | z] in units start_scale
+    features = stabilised_features(log_q, log_k, causal, start_scale)
+    if start is not None and features.log_decay is None:  # into the one unit all keys share
+        start = start * array_namespace(v).exp(start_scale - features.log_scale)[..., None]
+    return features.phi_q, features.phi_k, features.log_decay, start, features.log_scale
+
+
+def _two_products(phi_q: Any, phi_k: Any, values: Any, start: Any, form: str, kernels: Any) -> tuple:
+    """Non-causal: every query reads the state after the last key, φ(Q)(φ(K)ᵀ[V | 1]); with
+    form='quadratic' the other order, (φ(Q)φ(K)ᵀ)[V | 1], the N_q×N weights first (chapter 3)."""
+    phi_q, phi_k, values, start, restore = kernels.to_backend(phi_q, phi_k, values, start)
+    state = phi_k.swapaxes(-1, -2) @ values  # [S | z]  [..., m, d_v + 1]
+    if start is not None:
+        state = start + state
+    if form == "quadratic" and start is None:
+        both = (phi_q @ phi_k.swapaxes(-1, -2)) @ values  # [..., N_q, N] @ [..., N, d_v + 1]
+    else:
+        both = phi_q @ state
+    return restore(both), restore(state)
+
+
+def _with_state(out: Any, state: Any, log_scale: Any) -> tuple:
+    """(o, (S, z)) or (o, (S, z, log_scale)) from the joined state [S | z] [..., m, d_v + 1]."""
     pair = (state[..., :-1], state[..., -1])
-    return (out, pair if log_scale is None else (*pair, log_scale))
+    return out, (pair if log_scale is None else (*pair, log_scale))
 
 
 def _stabilised_start(initial_state: Any, log_k: Any, v: Any) -> tuple[Any, Any]:

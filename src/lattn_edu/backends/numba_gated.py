@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
-                         one_blas_thread)
+from .._checks import nonfinite_error, nonfinite_output_error
+from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _exp_nonpositive, _gemm,
+                         _lower_triangle_matmul, _probe, one_blas_thread)
 
 # The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
 # [exp(-θ), 1], key factors in (0, 1]); and exponents below which exp is 0 in the dtype.
@@ -196,7 +197,7 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state, out):
+def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, feature, eps, state, out, probes):
     """The chunkwise form: per chunk of c tokens, with b (or B) the cumulative log decay inside it,
 
         W = (Q Kᵀ) ⊙ [exp(b_i − b_j)] (kind 1) or [Σ_r q_ir k_jr exp(B_ir − B_jr)] (kind 2)   [c, c]
@@ -204,24 +205,40 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state
         S ← diag(exp(b_last)) S + (K ⊙ exp(b_last − b))ᵀ V_c     carry the chunk into the state
 
     q, k [B, N, d_k], v [B, N, d_v], g [B, N, w]; kind 0 no decay, 1 scalar (w = 1), 2 vector
-    (w = d_k). state [B, d_k, d_v] goes in as S_0 and comes out as S_N; out [B, N, d_v].
+    (w = d_k). state [B, d_k, ·] goes in as S_0 and comes out as S_N; out [B, N, d_v].
+
+    Linear attention runs here too, in two options that keep it to one pass over the input:
+    ``feature`` 1 or 2 computes φ(q), φ(k) (elu+1, relu) a chunk at a time (0: q, k are the
+    features); and when state has d_v + 1 columns the recurrence runs on [V | 1], the column
+    of ones added per chunk in scratch, and each row of out is divided by its last column + eps
+    (``eps`` < 0: no division, state [B, d_k, d_v]). probes [B, 4] receives Σ x·0 over q, k, v
+    and out of each sequence: NaN marks a NaN or inf, from passes the kernel makes anyway.
     """
-    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    n, d_k, d_v, width = k.shape[1], k.shape[2], v.shape[2], state.shape[2]
     dtype = v.dtype
     for b in prange(q.shape[0]):
         blas = _blas_arguments(dtype)
-        s = state[b]  # [d_k, d_v]
+        s = state[b]  # [d_k, width]
         weights_scratch = np.empty(chunk_size * chunk_size, dtype)
         piece_scratch = np.empty(chunk_size * chunk_size, dtype)
         q_scaled, k_scaled = np.empty((chunk_size, d_k), dtype), np.empty((chunk_size, d_k), dtype)
+        q_features, k_features = np.empty(chunk_size * d_k, dtype), np.empty(chunk_size * d_k, dtype)
+        values_scratch, result_scratch = np.empty(chunk_size * width, dtype), np.empty(chunk_size * width, dtype)
         cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
         size = chunk_size * max(d_k, chunk_size)
         exponents = np.empty(size, dtype)
         high, low = np.empty(size, np.int32), np.empty(size, np.int32)
+        probe = np.zeros(4, dtype)  # q, k, v, out
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
-            q_c, k_c, v_c, out_c = q[b, start:stop], k[b, start:stop], v[b, start:stop], out[b, start:stop]
+            q_c, found = _chunk_features(q[b], start, stop, feature, fast_exp, q_features, high, low)
+            probe[0] += found
+            k_c, found = _chunk_features(k[b], start, stop, feature, fast_exp, k_features, high, low)
+            probe[1] += found
+            v_c = _chunk_values(v[b, start:stop], width, values_scratch)  # V_c or [V_c | 1]  [c, width]
+            probe[2] += _probe(v[b, start:stop])
+            out_c = out[b, start:stop] if width == d_v else result_scratch[:c * width].reshape((c, width))
             weights = weights_scratch[:c * c].reshape((c, c))
             for i in range(c):
                 for r in range(g.shape[2] if kind != 0 else 0):
@@ -241,18 +258,49 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
             _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
             _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
+            if width != d_v:  # [numerator | denominator] -> the output rows
+                probe[3] += _divide_rows(out_c, eps, out[b, start:stop])
             if kind == 0:
                 _gemm(k_c, v_c, s, True, False, 1, blas)  # carry the chunk into the state
                 continue
             for r in range(d_k):  # S ← diag(exp(b_last)) S
                 decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
-                for col in range(d_v):
+                for col in range(width):
                     s[r, col] *= decay
             if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
                 for j in range(c):
                     for r in range(d_k):
                         k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
             _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # + the chunk
+        probes[b] = probe
+
+
+@njit(cache=True)
+def _chunk_values(v_c, width, scratch):
+    """V_c [c, d_v] itself, or [V_c | 1] [c, d_v + 1] in scratch when width is d_v + 1."""
+    c, d_v = v_c.shape
+    if width == d_v:
+        return v_c
+    values = scratch[:c * width].reshape((c, width))
+    for i in range(c):
+        for j in range(d_v):
+            values[i, j] = v_c[i, j]
+        values[i, d_v] = 1
+    return values
+
+
+@njit(cache=True, fastmath=_FAST)
+def _divide_rows(both, eps, out):
+    """out = numerator / (denominator + eps) for both = [numerator | denominator] [c, d_v + 1];
+    returns Σ out·0, the output's finiteness probe (1/0 = inf keeps a 0/0 a NaN)."""
+    d_v = out.shape[1]
+    probe = out.dtype.type(0)
+    for i in range(out.shape[0]):
+        reciprocal = 1 / (both[i, d_v] + eps)  # one division per row
+        for j in range(d_v):
+            out[i, j] = both[i, j] * reciprocal
+            probe += out[i, j] * 0
+    return probe
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -278,11 +326,11 @@ def _flatten(x: np.ndarray, trailing: int, dtype: np.dtype) -> np.ndarray:
 
 
 def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.ndarray | None,
-                   initial_state: np.ndarray | None) -> tuple:
+                   initial_state: np.ndarray | None, with_normaliser: bool = False) -> tuple:
     """The kernels' arguments: q, k, v [B, N, ·]; g [B, N, w] and its kind (0: None, g empty;
     1: one decay per step, w = 1; 2: one per key, w = d_k); a fresh state [B, d_k, d_v] (S_0,
-    zeros for None); an empty output [B, N, d_v]; and ``unflatten(o, s)``, which puts the
-    leading axes back."""
+    zeros for None), or [B, d_k, d_v + 1] ``with_normaliser``; an empty output [B, N, d_v];
+    and ``unflatten(o, s)``, which puts the leading axes back."""
     lead, dtype = v.shape[:-2], v.dtype
     n, d_k, d_v = k.shape[-2], k.shape[-1], v.shape[-1]
     flat_q, flat_k, flat_v = (_flatten(x, 2, dtype) for x in (q, k, v))
@@ -293,14 +341,15 @@ def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.nd
         kind, g = 2, _flatten(log_decay, 2, dtype)
     else:  # [..., N]
         kind, g = 1, _flatten(log_decay[..., None], 2, dtype)
+    width = d_v + 1 if with_normaliser else d_v
     if initial_state is None:
-        state = np.zeros((batch, d_k, d_v), dtype)
+        state = np.zeros((batch, d_k, width), dtype)
     else:
-        state = np.array(initial_state.reshape((batch, d_k, d_v)), dtype=dtype)  # a copy: updated in place
+        state = np.array(initial_state.reshape((batch, d_k, width)), dtype=dtype)  # a copy: updated in place
     out = np.empty((batch, n, d_v), dtype)
 
     def unflatten(o: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return o.reshape(lead + (n, d_v)), s.reshape(lead + (d_k, d_v))
+        return o.reshape(lead + (n, d_v)), s.reshape(lead + (d_k, width))
     return flat_q, flat_k, flat_v, g, kind, state, out, unflatten
 
 
@@ -332,15 +381,39 @@ def parallel_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
 
 def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
                                      log_decay: np.ndarray | None, scale: float,
-                                     initial_state: np.ndarray | None = None,
-                                     chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N)."""
-    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
+                                     initial_state: np.ndarray | None = None, chunk_size: int = 64, *,
+                                     feature_map: str = "identity",
+                                     normaliser_eps: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N).
+
+    Linear attention's options (see :func:`_chunkwise_kernel`): ``feature_map`` 'elu+1' or
+    'relu' takes raw q, k and computes their features chunk by chunk; ``normaliser_eps`` (a
+    float) runs the recurrence on [V | 1] and returns the normalised output [..., N, d_v] with
+    the state [S | z] [..., d_k, d_v + 1] (initial_state, if any, in that shape too). With
+    either option the inputs are unchecked: the kernel checks q, k, v and the output for NaN
+    and inf in its own passes and raises the ``ValueError`` that names the culprit.
+    """
+    normalise = normaliser_eps is not None
+    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state, normalise)
     dtype = v.dtype
+    probes = np.zeros((v.shape[0], 4), dtype)  # q, k, v, out: NaN where one was not finite
+    eps = dtype.type(normaliser_eps if normalise else -1)
     with one_blas_thread():
         _chunkwise_kernel(q, k, v, g, kind, dtype.type(scale), int(chunk_size), dtype.type(_SPAN[dtype]),
-                          dtype == np.float32, state, out)
+                          dtype == np.float32, FEATURE_CODES[feature_map], eps, state, out, probes)
+    if normalise or feature_map != "identity":
+        _raise_for_probes(probes, feature_map, normaliser_eps)
     return unflatten(out, state)
+
+
+def _raise_for_probes(probes: np.ndarray, feature_map: str, eps: float | None) -> None:
+    """The errors la.linear_attention's own checks would raise, read from the kernel's probes."""
+    found = np.isnan(probes).any(axis=0)  # [q, k, v, out]
+    for name, bad in zip(("q", "k", "v"), found[:3]):
+        if bad:
+            raise nonfinite_error(name)
+    if found[3]:
+        raise nonfinite_output_error(feature_map, eps)
 
 
 GATED_FORMS = {
