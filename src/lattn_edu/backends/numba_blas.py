@@ -205,15 +205,19 @@ def _probe(x):
 
 @njit(cache=True, fastmath=_FAST)
 def _elu_plus_one_block(x, out, fast_exp, high, low):
-    """out = elu(x) + 1 for a block [c, m]: exp(x) where x <= 0, x + 1 elsewhere."""
+    """out = elu(x) + 1 for a block [c, m]: exp(x) where x <= 0, x + 1 elsewhere; returns the
+    block's finiteness probe, from the pass that copies it."""
+    probe = x.dtype.type(0)
     for i in range(x.shape[0]):
         for r in range(x.shape[1]):
             out[i, r] = x[i, r]
+            probe += x[i, r] * 0
     _exp_nonpositive(out.reshape(out.size), out.size, fast_exp, high, low)  # exp(min(x, 0))
     for i in range(x.shape[0]):
         for r in range(x.shape[1]):
             if x[i, r] > 0:
                 out[i, r] += x[i, r]  # exp(0) = 1 exactly, so this is x + 1
+    return probe
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -221,14 +225,14 @@ def _chunk_features(x, start, stop, feature, fast_exp, scratch, high, low):
     """Rows start:stop of one sequence's features [c, m], and the rows' finiteness probe:
     x itself (feature 0), elu(x) + 1 (1) or max(x, 0) (2), the last two in scratch."""
     block = x[start:stop]
-    probe = _probe(block)
     if feature == 0:
-        return block, probe
+        return block, _probe(block)
     features = scratch[:block.size].reshape(block.shape)
     if feature == 1:
-        _elu_plus_one_block(block, features, fast_exp, high, low)
-    else:
-        for i in range(block.shape[0]):
-            for r in range(block.shape[1]):
-                features[i, r] = max(block[i, r], 0)
+        return features, _elu_plus_one_block(block, features, fast_exp, high, low)
+    probe = x.dtype.type(0)
+    for i in range(block.shape[0]):
+        for r in range(block.shape[1]):
+            features[i, r] = max(block[i, r], 0)
+            probe += block[i, r] * 0
     return features, probe

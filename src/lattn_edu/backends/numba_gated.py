@@ -236,8 +236,8 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             probe[0] += found
             k_c, found = _chunk_features(k[b], start, stop, feature, fast_exp, k_features, high, low)
             probe[1] += found
-            v_c = _chunk_values(v[b, start:stop], width, values_scratch)  # V_c or [V_c | 1]  [c, width]
-            probe[2] += _probe(v[b, start:stop])
+            v_c, found = _chunk_values(v[b, start:stop], width, values_scratch)  # V_c or [V_c | 1]  [c, width]
+            probe[2] += found
             out_c = out[b, start:stop] if width == d_v else result_scratch[:c * width].reshape((c, width))
             weights = weights_scratch[:c * c].reshape((c, c))
             for i in range(c):
@@ -250,14 +250,17 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q_c K_cᵀ
             if kind == 1:
                 _scalar_decay_weights(cumulative[:c, 0], weights, scale, exponents, fast_exp, high, low)
-            else:
+            elif scale != 1:
                 for i in range(c):
                     for j in range(i + 1):
                         weights[i, j] *= scale
             out_c[:] = v_c
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
-            _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
+            if kind == 0 and scale == 1:  # the queries as they are
+                _gemm(q_c, s, out_c, False, False, 1, blas)  # + every chunk before it
+            else:
+                _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
+                _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
             if width != d_v:  # [numerator | denominator] -> the output rows
                 probe[3] += _divide_rows(out_c, eps, out[b, start:stop])
             if kind == 0:
@@ -275,18 +278,21 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
         probes[b] = probe
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def _chunk_values(v_c, width, scratch):
-    """V_c [c, d_v] itself, or [V_c | 1] [c, d_v + 1] in scratch when width is d_v + 1."""
+    """V_c [c, d_v] itself, or [V_c | 1] [c, d_v + 1] in scratch when width is d_v + 1; and the
+    rows' finiteness probe (0 or NaN)."""
     c, d_v = v_c.shape
     if width == d_v:
-        return v_c
+        return v_c, _probe(v_c)
     values = scratch[:c * width].reshape((c, width))
+    probe = v_c.dtype.type(0)
     for i in range(c):
         for j in range(d_v):
             values[i, j] = v_c[i, j]
+            probe += v_c[i, j] * 0
         values[i, d_v] = 1
-    return values
+    return values, probe
 
 
 @njit(cache=True, fastmath=_FAST)
