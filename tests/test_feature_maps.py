@@ -647,7 +647,7 @@ def test_causal_favor_plus_with_and_without_the_unit_decay_agree(sigma, backend,
     results = {}
     for span in (None, 0.0):
         if span is not None:  # every growth of a unit becomes a decay of the state
-            monkeypatch.setattr(la.feature_maps, "DECAY_FREE_SPAN", {"float32": span, "float64": span})
+            monkeypatch.setattr(la.random_features, "DECAY_FREE_SPAN", {"float32": span, "float64": span})
         for form in FORMS:
             results[span, form] = la.linear_attention(
                 q[:, 5:], k[:, 5:], v[:, 5:], feature_map=fp, causal=True, form=form, backend=backend,

@@ -295,10 +295,11 @@ def _chunk_values(v_c, width, scratch):
     return values, probe
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=_FAST, error_model="numpy")
 def _divide_rows(both, eps, out):
     """out = numerator / (denominator + eps) for both = [numerator | denominator] [c, d_v + 1];
-    returns Σ out·0, the output's finiteness probe (1/0 = inf keeps a 0/0 a NaN)."""
+    returns Σ out·0, the output's finiteness probe (1/0 = inf keeps a 0/0 a NaN; the numpy error
+    model returns it instead of raising ZeroDivisionError)."""
     d_v = out.shape[1]
     probe = out.dtype.type(0)
     for i in range(out.shape[0]):
