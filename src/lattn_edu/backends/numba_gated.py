@@ -13,7 +13,7 @@ or strong the decay; a factor that underflows is one whose true value is below t
 smallest number. The one exception is deliberate and bounded: to turn a chunk of vector decays
 into one matrix product, the chunkwise kernel scales queries up by at most exp(θ) (θ = 20 in
 float32, 200 in float64) and keys down by the rest, and cuts the chunk into pieces wherever
-the decay inside one would exceed exp(θ) (see :func:`_vector_decay_weights`).
+the decay inside one would exceed exp(θ) (see :mod:`.numba_decay`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import numpy as np
 from numba import njit, prange
 
 from .._checks import nonfinite_error, nonfinite_output_error
-from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _exp_nonpositive, _gemm,
-                         _lower_triangle_matmul, _probe, one_blas_thread)
+from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _gemm, _lower_triangle_matmul,
+                         _probe, one_blas_thread)
+from .numba_decay import _decayed_queries, _scalar_decay_weights, _vector_decay_weights
 
 # The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
 # [exp(-θ), 1], key factors in (0, 1]); and exponents below which exp is 0 in the dtype.
@@ -120,80 +121,6 @@ def _final_state_kernel(k, v, g, kind, floor, state):
             decay = (np.exp(segment[r if kind == 2 else 0]) if kind != 0 else 1.0) if reached_start else 0.0
             for c in range(d_v):
                 s[r, c] = decay * s[r, c] + total[r, c]
-
-
-@njit(cache=True, fastmath=_FAST)
-def _rows_times_exp(x, exponents, out, fast_exp, high, low):
-    """out[:n] = x ⊙ exp(exponents) for x [n, d], exponents a flat scratch holding n·d values <= 0
-    row by row (overwritten by their exp)."""
-    n, d = x.shape
-    _exp_nonpositive(exponents, n * d, fast_exp, high, low)
-    for i in range(n):
-        for r in range(d):
-            out[i, r] = x[i, r] * exponents[i * d + r]
-
-
-@njit(cache=True, fastmath=_FAST)
-def _scalar_decay_weights(cumulative, weights, scale, factors, fast_exp, high, low):
-    """weights[i, j] *= scale · exp(b_i − b_j) for j <= i: the chunk's decay mask, b [c]."""
-    c = weights.shape[0]
-    for i in range(c):
-        for j in range(c):
-            factors[i * c + j] = cumulative[i] - cumulative[j] if j <= i else 0
-    _exp_nonpositive(factors, c * c, fast_exp, high, low)
-    for i in range(c):
-        for j in range(i + 1):
-            weights[i, j] *= scale * factors[i * c + j]
-
-
-@njit(cache=True)
-def _piece_end(cumulative, p0, span):
-    """The end of the piece starting at row p0: rows are added while B_p0 − B_row <= span in
-    every channel (a decay of at most exp(span) inside the piece); at least one row."""
-    c, d_k = cumulative.shape
-    p1 = p0 + 1
-    while p1 < c:
-        for r in range(d_k):
-            if cumulative[p0, r] - cumulative[p1, r] > span:
-                return p1
-        p1 += 1
-    return p1
-
-
-@njit(cache=True, fastmath=_FAST)
-def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scaled, piece_scratch,
-                          exponents, fast_exp, high, low, blas):
-    """weights[i, j] = Σ_r q_ir k_jr exp(B_ir − B_jr) for j <= i, with B [c, d_k] the chunk's
-    cumulative log decays, as matrix products over pieces of the chunk. Leaves
-    K ⊙ exp(B_last − B) in k_scaled[:c] (what the state update needs).
-
-    For a piece of rows p0..p1 − 1 with its last row as reference, B_ir − B_jr = (B_ir − B_last,r)
-    + (B_last,r − B_jr): the key factor is <= 1 for every key up to the piece's end, and the query
-    factor lies in [1, exp(span)] while the piece spans a decay of at most exp(span). The query
-    side is computed as exp(· − span) and exp(span) put back after the product. A new piece
-    starts where the next row would exceed the span (a single row always fits), so one piece
-    covers the chunk unless the decay is strong.
-    """
-    c, d_k = k_c.shape
-    boost = np.exp(span)
-    p0 = 0
-    while p0 < c:
-        p1 = _piece_end(cumulative, p0, span)
-        last, rows = p1 - 1, p1 - p0
-        for i in range(rows):
-            for r in range(d_k):
-                exponents[i * d_k + r] = cumulative[p0 + i, r] - cumulative[last, r] - span
-        _rows_times_exp(q_c[p0:p1], exponents, q_scaled, fast_exp, high, low)
-        for j in range(p1):
-            for r in range(d_k):
-                exponents[j * d_k + r] = cumulative[last, r] - cumulative[j, r]
-        _rows_times_exp(k_c[:p1], exponents, k_scaled, fast_exp, high, low)
-        piece = piece_scratch[:rows * p1].reshape((rows, p1))
-        _gemm(q_scaled[:rows], k_scaled[:p1], piece, False, True, 0, blas)  # [rows, p1]
-        for i in range(rows):
-            for j in range(p0 + i + 1):
-                weights[p0 + i, j] = piece[i, j] * boost
-        p0 = p1
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
@@ -308,22 +235,6 @@ def _divide_rows(both, eps, out):
             out[i, j] = both[i, j] * reciprocal
             probe += out[i, j] * 0
     return probe
-
-
-@njit(cache=True, fastmath=_FAST)
-def _decayed_queries(q_c, cumulative, kind, scale, out, exponents, fast_exp, high, low):
-    """out[:c] = scale · Q ⊙ exp(b): the queries decayed back to the chunk's start (one factor per
-    row for kind 1, per entry for kind 2; none for kind 0). exponents is overwritten for kind 2."""
-    c, d_k = q_c.shape
-    if kind == 2:
-        for i in range(c):
-            for r in range(d_k):
-                exponents[i * d_k + r] = cumulative[i, r]
-        _rows_times_exp(q_c, exponents, out, fast_exp, high, low)
-    for i in range(c):
-        factor = scale * np.exp(cumulative[i, 0]) if kind == 1 else scale
-        for r in range(d_k):
-            out[i, r] = (out[i, r] if kind == 2 else q_c[i, r]) * factor
 
 
 def _flatten(x: np.ndarray, trailing: int, dtype: np.dtype) -> np.ndarray:
