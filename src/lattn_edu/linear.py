@@ -31,8 +31,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import (array_namespace, check_bool, check_choice, check_finite, check_nonnegative_float,
-                      check_positive_int, check_qkv, check_state_part,
-                      nonfinite_output_error)
+                      check_positive_int, check_qkv, check_state_part, nonfinite_output_error)
 from .feature_maps import checked_features, has_log_features, stabilised
 from .gated import check_finite_result, run_recurrence
 

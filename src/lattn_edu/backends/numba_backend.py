@@ -20,7 +20,7 @@ import numpy as np
 from .._checks import is_torch_tensor
 from .numba_blas import FEATURE_CODES, one_blas_thread  # noqa: F401  (one_blas_thread: for benchmarks)
 from .numba_delta import DELTA_FORMS  # noqa: F401  (re-exported: the backend's delta-rule forms)
-from .numba_gated import GATED_FORMS, chunkwise_gated_linear_attention
+from .numba_gated import GATED_FORMS, chunkwise_gated_linear_attention  # noqa: F401  (GATED_FORMS: re-exported)
 
 # The feature maps the chunkwise gated form applies itself, chunk by chunk, from raw q and k.
 KERNEL_FEATURE_MAPS = tuple(FEATURE_CODES)
