@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from .._checks import nonfinite_error, nonfinite_output_error
 from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _gemm, _lower_triangle_matmul,
-                         _probe, one_blas_thread)
+                         one_blas_thread)
 from .numba_decay import _decayed_queries, _scalar_decay_weights, _vector_decay_weights
 
 # The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
@@ -136,21 +136,25 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
 
     Linear attention runs here too, in two options that keep it to one pass over the input:
     ``feature`` 1 or 2 computes φ(q), φ(k) (elu+1, relu) a chunk at a time (0: q, k are the
-    features); and when state has d_v + 1 columns the recurrence runs on [V | 1], the column
-    of ones added per chunk in scratch, and each row of out is divided by its last column + eps
-    (``eps`` < 0: no division, state [B, d_k, d_v]). probes [B, 4] receives Σ x·0 over q, k, v
-    and out of each sequence: NaN marks a NaN or inf, from passes the kernel makes anyway.
+    features); and when state has d_v + 1 columns, [S | z], the recurrence runs on [V | 1] and
+    each output row is divided by its last column + eps. The column of ones is not stored: its
+    three products are sums, tril(W) 1 (row sums), (Q ⊙ exp(b)) z (one dot product per row) and
+    (K ⊙ exp(b_last − b))ᵀ 1 (column sums), so BLAS sees the same d_v columns as without it.
+    probes [B, 4] receives Σ x·0 over q, k, v and out of each sequence: NaN marks a NaN or inf,
+    from passes the kernel makes anyway.
     """
-    n, d_k, d_v, width = k.shape[1], k.shape[2], v.shape[2], state.shape[2]
+    n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    normalise = state.shape[2] != d_v
     dtype = v.dtype
     for b in prange(q.shape[0]):
         blas = _blas_arguments(dtype)
-        s = state[b]  # [d_k, width]
+        s = np.ascontiguousarray(state[b, :, :d_v]) if normalise else state[b]  # S  [d_k, d_v]
+        z = state[b, :, d_v].copy() if normalise else np.zeros(0, dtype)  # z  [d_k]
         weights_scratch = np.empty(chunk_size * chunk_size, dtype)
         piece_scratch = np.empty(chunk_size * chunk_size, dtype)
         q_scaled, k_scaled = np.empty((chunk_size, d_k), dtype), np.empty((chunk_size, d_k), dtype)
         q_features, k_features = np.empty(chunk_size * d_k, dtype), np.empty(chunk_size * d_k, dtype)
-        values_scratch, result_scratch = np.empty(chunk_size * width, dtype), np.empty(chunk_size * width, dtype)
+        row_sums = np.empty(chunk_size, dtype)  # tril(W) 1, the denominators inside the chunk
         cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
         size = chunk_size * max(d_k, chunk_size)
         exponents = np.empty(size, dtype)
@@ -163,9 +167,7 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             probe[0] += found
             k_c, found = _chunk_features(k[b], start, stop, feature, fast_exp, k_features, high, low)
             probe[1] += found
-            v_c, found = _chunk_values(v[b, start:stop], width, values_scratch)  # V_c or [V_c | 1]  [c, width]
-            probe[2] += found
-            out_c = out[b, start:stop] if width == d_v else result_scratch[:c * width].reshape((c, width))
+            v_c, out_c = v[b, start:stop], out[b, start:stop]  # [c, d_v]
             weights = weights_scratch[:c * c].reshape((c, c))
             for i in range(c):
                 for r in range(g.shape[2] if kind != 0 else 0):
@@ -181,66 +183,86 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 for i in range(c):
                     for j in range(i + 1):
                         weights[i, j] *= scale
-            out_c[:] = v_c
+            if normalise:
+                _lower_row_sums(weights, row_sums)
+            probe[2] += _copy_rows(v_c, out_c)
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            if kind == 0 and scale == 1:  # the queries as they are
-                _gemm(q_c, s, out_c, False, False, 1, blas)  # + every chunk before it
-            else:
+            queries = q_c  # the queries as they are, or decayed back to the chunk's start and scaled
+            if kind != 0 or scale != 1:
                 _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
-                _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
-            if width != d_v:  # [numerator | denominator] -> the output rows
-                probe[3] += _divide_rows(out_c, eps, out[b, start:stop])
-            if kind == 0:
-                _gemm(k_c, v_c, s, True, False, 1, blas)  # carry the chunk into the state
-                continue
-            for r in range(d_k):  # S ← diag(exp(b_last)) S
-                decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
-                for col in range(width):
-                    s[r, col] *= decay
-            if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
+                queries = q_scaled[:c]
+            _gemm(queries, s, out_c, False, False, 1, blas)  # + every chunk before it
+            if normalise:
+                probe[3] += _divide_rows(out_c, row_sums, queries, z, eps)
+            keys = k_c  # the keys as they are, or decayed to the chunk's end
+            if kind != 0:
+                for r in range(d_k):  # S ← diag(exp(b_last)) S, and z alike
+                    decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
+                    for col in range(d_v):
+                        s[r, col] *= decay
+                    if normalise:
+                        z[r] *= decay
+                if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
+                    for j in range(c):
+                        for r in range(d_k):
+                            k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
+                keys = k_scaled[:c]
+            _gemm(keys, v_c, s, True, False, 1, blas)  # carry the chunk into the state
+            if normalise:
                 for j in range(c):
                     for r in range(d_k):
-                        k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
-            _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # + the chunk
+                        z[r] += keys[j, r]
+        if normalise:  # [S | z] back into the state
+            state[b, :, :d_v] = s
+            state[b, :, d_v] = z
         probes[b] = probe
 
 
 @njit(cache=True, fastmath=_FAST)
-def _chunk_values(v_c, width, scratch):
-    """V_c [c, d_v] itself, or [V_c | 1] [c, d_v + 1] in scratch when width is d_v + 1; and the
-    rows' finiteness probe (0 or NaN)."""
-    c, d_v = v_c.shape
-    if width == d_v:
-        return v_c, _probe(v_c)
-    values = scratch[:c * width].reshape((c, width))
-    probe = v_c.dtype.type(0)
-    for i in range(c):
-        for j in range(d_v):
-            values[i, j] = v_c[i, j]
-            probe += v_c[i, j] * 0
-        values[i, d_v] = 1
-    return values, probe
+def _copy_rows(source, target):
+    """target = source, [c, w]; returns Σ source·0, the rows' finiteness probe (0 or NaN)."""
+    probe = source.dtype.type(0)
+    for i in range(source.shape[0]):
+        for j in range(source.shape[1]):
+            target[i, j] = source[i, j]
+            probe += source[i, j] * 0
+    return probe
+
+
+@njit(cache=True, fastmath=_FAST)
+def _lower_row_sums(weights, sums):
+    """sums[i] = Σ_{j<=i} weights[i, j]: tril(W) 1, [c, c] -> [c]."""
+    for i in range(weights.shape[0]):
+        total = weights.dtype.type(0)
+        for j in range(i + 1):
+            total += weights[i, j]
+        sums[i] = total
 
 
 @njit(cache=True, fastmath=_FAST, error_model="numpy")
-def _divide_rows(both, eps, out):
-    """out = numerator / (denominator + eps) for both = [numerator | denominator] [c, d_v + 1];
-    returns Σ out·0, the output's finiteness probe (1/0 = inf keeps a 0/0 a NaN; the numpy error
-    model returns it instead of raising ZeroDivisionError)."""
-    d_v = out.shape[1]
-    probe = out.dtype.type(0)
-    for i in range(out.shape[0]):
-        reciprocal = 1 / (both[i, d_v] + eps)  # one division per row
-        for j in range(d_v):
-            out[i, j] = both[i, j] * reciprocal
-            probe += out[i, j] * 0
+def _divide_rows(out_c, row_sums, queries, z, eps):
+    """out_c[i] /= row_sums[i] + queries[i]·z + eps, the denominator from inside the chunk and
+    from before it; returns Σ out·0, the output's finiteness probe. One division per row
+    (1/0 = inf keeps a 0/0 a NaN; the numpy error model returns it instead of raising)."""
+    probe = out_c.dtype.type(0)
+    for i in range(out_c.shape[0]):
+        total = row_sums[i] + eps
+        for r in range(z.shape[0]):
+            total += queries[i, r] * z[r]
+        reciprocal = 1 / total
+        for j in range(out_c.shape[1]):
+            out_c[i, j] *= reciprocal
+            probe += out_c[i, j] * 0
     return probe
 
 
 def _flatten(x: np.ndarray, trailing: int, dtype: np.dtype) -> np.ndarray:
     """[..., *trailing axes] -> [B, *trailing axes], C-contiguous and writeable in ``dtype``
     (numba compiles read-only arrays, such as broadcast views, as a type of their own)."""
-    return np.require(x.reshape((-1,) + x.shape[x.ndim - trailing:]), dtype=dtype, requirements="CW")
+    flat = x.reshape((-1,) + x.shape[x.ndim - trailing:])
+    if flat.dtype == dtype and flat.flags.c_contiguous and flat.flags.writeable:  # as it is (the usual case)
+        return flat
+    return np.require(flat, dtype=dtype, requirements="CW")
 
 
 def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.ndarray | None,
