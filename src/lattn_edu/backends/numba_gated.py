@@ -151,13 +151,17 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
         s = np.ascontiguousarray(state[b, :, :d_v]) if normalise else state[b]  # S  [d_k, d_v]
         z = state[b, :, d_v].copy() if normalise else np.zeros(0, dtype)  # z  [d_k]
         weights_scratch = np.empty(chunk_size * chunk_size, dtype)
-        piece_scratch = np.empty(chunk_size * chunk_size, dtype)
-        q_scaled, k_scaled = np.empty((chunk_size, d_k), dtype), np.empty((chunk_size, d_k), dtype)
+        decayed = kind != 0 or scale != 1  # scratch that only decay (or a scale) needs
+        piece_scratch = np.empty(chunk_size * chunk_size if kind == 2 else 0, dtype)
+        rows = chunk_size if decayed else 0
+        q_scaled, k_scaled = np.empty((rows, d_k), dtype), np.empty((rows, d_k), dtype)
         q_features, k_features = np.empty(chunk_size * d_k, dtype), np.empty(chunk_size * d_k, dtype)
         row_sums = np.empty(chunk_size, dtype)  # tril(W) 1, the denominators inside the chunk
         cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
-        size = chunk_size * max(d_k, chunk_size)
-        exponents = np.empty(size, dtype)
+        exponents = np.empty(chunk_size * max(d_k, chunk_size) if kind != 0 else 0, dtype)
+        size = chunk_size * d_k  # the fast exponential's scratch: a chunk of features, or of decays
+        if kind != 0:
+            size = chunk_size * max(d_k, chunk_size)
         high, low = np.empty(size, np.int32), np.empty(size, np.int32)
         probe = np.zeros(4, dtype)  # q, k, v, out
         for start in range(0, n, chunk_size):
@@ -188,7 +192,7 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             probe[2] += _copy_rows(v_c, out_c)
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
             queries = q_c  # the queries as they are, or decayed back to the chunk's start and scaled
-            if kind != 0 or scale != 1:
+            if decayed:
                 _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
                 queries = q_scaled[:c]
             _gemm(queries, s, out_c, False, False, 1, blas)  # + every chunk before it
