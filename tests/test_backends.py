@@ -29,8 +29,9 @@ def test_importing_the_package_loads_neither_numba_nor_torch():
     assert out.split() == ["False", "False"]
 
 
-def test_every_backend_module_has_all_four_forms():
+def test_every_backend_module_has_the_family_forms():
     for name in la.available_backends():
         module = backends.get_backend(name)
-        assert set(module.FORMS) == {"quadratic", "parallel", "recurrent", "chunkwise"}
+        assert set(module.GATED_FORMS) == {"recurrent", "parallel", "chunkwise"}
+        assert set(module.DELTA_FORMS) == {"recurrent", "chunkwise"}
         assert callable(module.to_backend)

@@ -647,7 +647,7 @@ def test_causal_favor_plus_with_and_without_the_unit_decay_agree(sigma, backend,
     results = {}
     for span in (None, 0.0):
         if span is not None:  # every growth of a unit becomes a decay of the state
-            monkeypatch.setattr(la.feature_maps, "DECAY_FREE_SPAN", {"float32": span, "float64": span})
+            monkeypatch.setattr(la.random_features, "DECAY_FREE_SPAN", {"float32": span, "float64": span})
         for form in FORMS:
             results[span, form] = la.linear_attention(
                 q[:, 5:], k[:, 5:], v[:, 5:], feature_map=fp, causal=True, form=form, backend=backend,
@@ -775,3 +775,46 @@ def test_a_torch_projection_is_refused():
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match="projection must be a numpy array; got a torch tensor"):
         la.TrigonometricFeatures.from_projection(torch.ones(3, 5, dtype=torch.float64))
+
+
+# ---------------------------------------------------------------- FAVOR+ owns its stabilisation (issue 29)
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_path_asks_favor_plus_for_its_stabilised_features(backend, rng, monkeypatch):
+    """Every form, causal or not, with or without a state, takes its features from
+    FavorPlus.stabilised: no path can skip the rescaling."""
+    calls = []
+    own = la.FavorPlus.stabilised
+    monkeypatch.setattr(la.FavorPlus, "stabilised", lambda self, *args: calls.append(1) or own(self, *args))
+    q, k, v = favor_inputs(rng, 3.0)
+    fp = la.FavorPlus(33, 65, seed=1)
+    expected = 0
+    for form in FORMS:
+        for causal in (False, True):
+            _, state = la.linear_attention(q, k, v, feature_map=fp, causal=causal, form=form, backend=backend,
+                                           chunk_size=8, return_state=True)
+            la.linear_attention(q, k, v, feature_map=fp, causal=causal, form=form, backend=backend,
+                                chunk_size=8, initial_state=state)
+            expected += 2
+    assert len(calls) == expected
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_favor_plus_guarded_features_are_the_generic_ones(causal, rng):
+    """The map's own guarded features equal the module's rule on its log features, and a map
+    that offers only log_features gets the same from apply_feature_maps."""
+    fp = la.FavorPlus(5, 13, seed=3)
+    q, k = rng.standard_normal((2, 2, 31, 5)) * 2.0
+
+    class LogOnly:
+        def __call__(self, x):
+            return fp(x)
+
+        def log_features(self, x):
+            return fp.log_features(x)
+
+    own = fp.guarded_features(q, k, causal, 1e-3)
+    generic = apply_feature_maps(LogOnly(), q, k, eps=1e-3, causal=causal)
+    for a, b in zip(own, generic):
+        np.testing.assert_array_equal(a, b)
+    assert np.all(np.asarray(own[2]) <= 1e-3)  # the guard never exceeds eps

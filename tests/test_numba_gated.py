@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from lattn_edu.backends import numba_backend, numba_blas, numba_gated, numpy_backend  # noqa: E402
+from lattn_edu.backends import numba_backend, numba_blas, numba_decay, numba_gated, numpy_backend  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
 
@@ -29,10 +29,10 @@ def test_unit_lower_solve_reads_only_the_strict_lower_triangle(c, width, dtype, 
 def test_pieces_end_where_the_decay_would_pass_the_span():
     cumulative = np.cumsum(np.array([[-1.0, 0.0], [-4.0, -1.0], [-6.0, 0.0], [-1.0, -30.0], [0.0, 0.0]]), axis=0)
     # from row 0 (B = [-1, 0]): row 1 spans 4 <= 5, row 2 spans 10 > 5 -> the piece is rows 0..1
-    assert numba_gated._piece_end(cumulative, 0, 5.0) == 2
-    assert numba_gated._piece_end(cumulative, 2, 5.0) == 3  # a single row when the next step alone passes
-    assert numba_gated._piece_end(cumulative, 3, 5.0) == 5
-    assert numba_gated._piece_end(cumulative, 0, 100.0) == 5  # weak decay: one piece
+    assert numba_decay._piece_end(cumulative, 0, 5.0) == 2
+    assert numba_decay._piece_end(cumulative, 2, 5.0) == 3  # a single row when the next step alone passes
+    assert numba_decay._piece_end(cumulative, 3, 5.0) == 5
+    assert numba_decay._piece_end(cumulative, 0, 100.0) == 5  # weak decay: one piece
 
 
 def test_backend_protocol_matches_numpy():

@@ -1,25 +1,27 @@
-"""Linear attention in four forms that must agree (chapters 3, 4 and 9).
+"""Linear attention: four numpy forms that teach it (chapters 3 and 4), and the function every
+chapter calls (chapters 3, 4 and 9).
 
     o_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps),   S = Σ_j φ(k_j) v_jᵀ  [m, d_v],   z = Σ_j φ(k_j)  [m]
 
-with the sums over j <= i when causal. The four numpy functions below are the
-reference every backend is tested against. They take features, not raw q and k:
-``phi_q`` [..., N_q, m], ``phi_k`` [..., N, m], ``v`` [..., N, d_v].
+with the sums over j <= i when causal. The four numpy functions below are the teaching
+references, written to be read next to their equations; tests check every backend against
+them. They take features, not raw q and k: ``phi_q`` [..., N_q, m], ``phi_k`` [..., N, m],
+``v`` [..., N, d_v].
 
 - ``quadratic``: build the N×N weight matrix φ(Q)φ(K)ᵀ, then normalise (O(N²)).
 - ``parallel``: move the parentheses, φ(Q)(φ(K)ᵀV) (O(N)); causal via prefix sums.
 - ``recurrent``: scan the tokens with a running state S_i, z_i (O(1) per token).
 - ``chunkwise``: quadratic inside chunks, a carried state between them (production kernels).
 
-``eps`` is one float, added to every denominator (a map that needs its guard measured per
-query, such as FAVOR+, is stabilised before it reaches these forms, so that one float suffices).
-
-Causal linear attention is also the plain case of :func:`lattn_edu.gated_linear_attention`
-(no decay, scale 1) run on [V | 1]: the extra column of ones carries z beside S. That is how
-:func:`linear_attention` continues from a given state and hands its state back, and how it
-runs a map that gives its features in log space (FAVOR+): there the state changes units
-whenever a key brings a larger feature, a per-feature decay of the same recurrence (see
-:func:`~lattn_edu.feature_maps.stabilised_features`).
+:func:`linear_attention` has no kernels of its own. Causal, it is the plain case of
+:func:`lattn_edu.gated_linear_attention` (no decay, scale 1) run on [V | 1], the column of
+ones carrying z beside S, followed by one division, on every backend and whether or not a
+state is carried in or handed back; its ``form`` picks the recurrence's form. Not causal,
+it is two matrix products, φ(Q)(φ(K)ᵀ[V | 1]) (or, with form='quadratic', the N×N order
+(φ(Q)φ(K)ᵀ)[V | 1]). A map that gives its features in log space (FAVOR+) hands over
+features already in stable units (:func:`~lattn_edu.feature_maps.stabilised`), where the
+state changes units whenever a key brings a larger feature, a per-feature decay of the same
+recurrence, and every denominator is at least 1; so ``eps`` is always one float.
 """
 
 from __future__ import annotations
@@ -29,10 +31,9 @@ from typing import Any
 import numpy as np
 
 from ._checks import (array_namespace, check_bool, check_choice, check_finite, check_nonnegative_float,
-                      check_positive_int, check_positive_state, check_qkv, check_state_part,
-                      nonfinite_output_error)
-from .feature_maps import checked_features, has_log_features, stabilised_features, stabilised_state
-from .gated import run_recurrence
+                      check_positive_int, check_qkv, check_state_part, nonfinite_output_error)
+from .feature_maps import checked_features, has_log_features, stabilised
+from .gated import check_finite_result, run_recurrence
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
 # The recurrence's form for each form of linear attention: it has no prefix-sum form, so
@@ -134,14 +135,17 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
         float32 or float64; leading (batch, head) axes optional and equal across q, k, v.
         Causal attention needs N_q == N.
     feature_map : 'elu+1' | 'relu' | 'identity' | callable [..., N, d] -> [..., N, m]
-        A map that also offers ``log_features`` (FAVOR+) is computed in the stable units of
-        :func:`~lattn_edu.feature_maps.stabilised_features`, whatever the form, backend or state.
+        A map that also offers ``log_features`` (FAVOR+) is computed in the stable units it
+        gives (:func:`~lattn_edu.feature_maps.stabilised`), whatever the form, backend or state.
     causal : bool
         Query i sees keys j <= i only.
     form : 'quadratic' | 'parallel' | 'recurrent' | 'chunkwise'
-        Four ways to compute the same output (they agree to rounding).
+        The same output (to rounding) computed four ways. Causal: the gated recurrence's
+        masked N×N form, its chunkwise form (for both 'parallel' and 'chunkwise'), or its
+        scan. Not causal: 'quadratic' forms the N×N weights first, the others the state.
     backend : 'numpy' | 'numba' | 'torch'
-        numpy is the reference; numba runs JIT kernels; torch takes tensors on any device.
+        numpy is the reference; numba runs JIT kernels (its chunkwise kernel computes the
+        elementwise maps and the division itself); torch takes tensors on any device.
     eps : float
         Guard added to every denominator. For a map in log space (FAVOR+) it is added in the
         stable units, where every denominator is at least 1: it then changes no output by
@@ -169,74 +173,79 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     form = check_choice(form, "form", FORMS)
     eps = check_nonnegative_float(eps, "eps")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    if (initial_state is not None or check_bool(return_state, "return_state")
-            or has_log_features(feature_map)):
-        return _linear_attention_as_recurrence(q, k, v, feature_map, causal, form, backend, eps,
-                                            chunk_size, initial_state, return_state)
+    return_state = check_bool(return_state, "return_state")
     kernels = get_backend(backend)
-    fused = getattr(kernels, "FUSED", {}).get((form, feature_map)) if isinstance(feature_map, str) else None
-    # A fused kernel checks q, k, v and its output for NaN and inf itself, in its own passes.
-    q, k, v, restore = kernels.to_backend(*check_qkv(q, k, v, causal, finite=fused is None))
-    extra = (chunk_size,) if form == "chunkwise" else ()
-    with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
-        if fused is not None:  # the backend applies this feature map inside its kernel (chapter 9)
-            return restore(fused(q, k, v, causal, eps, *extra))
-        phi_q, phi_k = checked_features(feature_map, q, k)
-        out = kernels.FORMS[form](phi_q, phi_k, v, causal, eps, *extra)
-    _check_output(out, feature_map, eps)
-    return restore(out)
-
-
-def _linear_attention_as_recurrence(q: Any, k: Any, v: Any, feature_map: Any, causal: bool, form: str,
-                                    backend: str, eps: float, chunk_size: int, initial_state: Any,
-                                    return_state: bool) -> Any:
-    """Linear attention as the gated recurrence on [V | 1], from and to a state: without decay
-    for a plain map, with the change of units as decay for a map in log space."""
-    from .backends import get_backend
-
+    if causal and _RECURRENCE_FORMS[form] == "chunkwise" and _in_kernel(feature_map, kernels):
+        return _chunkwise_in_kernel(q, k, v, feature_map, kernels, eps, chunk_size, initial_state,
+                                    return_state)
     q, k, v = check_qkv(q, k, v, causal)
     xp = array_namespace(v)
     values = xp.concatenate([v, xp.ones_like(v[..., :1])], -1)  # [V | 1]  [..., N, d_v + 1]
-    log_scale = None
-    if has_log_features(feature_map):
-        log_q, log_k = checked_features(feature_map, q, k, log=True)  # [..., N_q, m], [..., N, m]
-        start, start_scale = _stabilised_start(initial_state, log_k, v)  # [S | z] in units start_scale
-        features = stabilised_features(log_q, log_k, causal, start_scale)
-        phi_q, phi_k, log_decay, log_scale = (features.phi_q, features.phi_k, features.log_decay,
-                                              features.log_scale)
-        if start is not None and log_decay is None:  # into the one unit all keys share
-            start = start * xp.exp(start_scale - log_scale)[..., None]
-    else:
-        phi_q, phi_k = checked_features(feature_map, q, k)  # [..., N_q, m], [..., N, m]
-        start, log_decay = _joined_state(initial_state, phi_k, v), None  # [S | z]  [..., m, d_v + 1]
+    phi_q, phi_k, log_decay, start, log_scale = _features_and_start(feature_map, q, k, v, causal,
+                                                                     initial_state)
     if causal:  # the recurrence's forms are all causal
         both, state = run_recurrence("gated", phi_q, phi_k, values, (log_decay,), 1.0,
                                      _RECURRENCE_FORMS[form], backend, chunk_size, start, return_state=True)
-    else:  # every query reads the state after the last key
-        phi_q, phi_k, values, start, restore = get_backend(backend).to_backend(phi_q, phi_k, values, start)
-        state = phi_k.swapaxes(-1, -2) @ values  # [..., m, d_v + 1]
-        state = state if start is None else start + state
-        both, state = restore(phi_q @ state), restore(state)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    else:
+        both, state = _two_products(phi_q, phi_k, values, start, form, kernels)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below
         out = both[..., :-1] / (both[..., -1:] + eps)
     _check_output(out, feature_map, eps)
+    return _with_state(out, state, log_scale) if return_state else out
+
+
+def _in_kernel(feature_map: Any, kernels: Any) -> bool:
+    """Whether the backend's chunkwise gated form computes these features itself (an
+    elementwise map it names), so that the input is read once."""
+    return isinstance(feature_map, str) and feature_map in getattr(kernels, "KERNEL_FEATURE_MAPS", ())
+
+
+def _chunkwise_in_kernel(q: Any, k: Any, v: Any, feature_map: str, kernels: Any, eps: float,
+                         chunk_size: int, initial_state: Any, return_state: bool) -> Any:
+    """The chunkwise gated recurrence on [V | 1] with the features and the division inside the
+    kernel, which checks q, k, v and the output for NaN and inf in its own passes."""
+    q, k, v = check_qkv(q, k, v, causal=True, finite=False)
+    start = _joined_state(initial_state, k, v)  # an elementwise map keeps the width: m = d
+    q, k, v, start, restore = kernels.to_backend(q, k, v, start)
+    out, state = kernels.GATED_FORMS["chunkwise"](q, k, v, None, 1.0, start, chunk_size,
+                                                  feature_map=feature_map, normaliser_eps=eps)
     if not return_state:
-        return out
+        return restore(out)
+    check_finite_result(out, state)
+    return _with_state(restore(out), restore(state), None)
+
+
+def _features_and_start(feature_map: Any, q: Any, k: Any, v: Any, causal: bool, initial_state: Any) -> tuple:
+    """(φ(q), φ(k), log decay or None, carried [S | z] or None, log_scale or None): for a map in
+    log space the features and state in the stable units the map gives, where a change of units
+    is a decay (see :func:`~lattn_edu.random_features.stabilise`)."""
+    if not has_log_features(feature_map):
+        phi_q, phi_k = checked_features(feature_map, q, k)  # [..., N_q, m], [..., N, m]
+        return phi_q, phi_k, None, _joined_state(initial_state, phi_k, v), None
+    read_state = None if initial_state is None else (
+        lambda log_k: _state_parts(initial_state, log_k, v, with_scale=True))
+    features, start = stabilised(feature_map, q, k, causal, read_state)
+    return features.phi_q, features.phi_k, features.log_decay, start, features.log_scale
+
+
+def _two_products(phi_q: Any, phi_k: Any, values: Any, start: Any, form: str, kernels: Any) -> tuple:
+    """Non-causal: every query reads the state after the last key, φ(Q)(φ(K)ᵀ[V | 1]); with
+    form='quadratic' the other order, (φ(Q)φ(K)ᵀ)[V | 1], the N_q×N weights first (chapter 3)."""
+    phi_q, phi_k, values, start, restore = kernels.to_backend(phi_q, phi_k, values, start)
+    state = phi_k.swapaxes(-1, -2) @ values  # [S | z]  [..., m, d_v + 1]
+    if start is not None:
+        state = start + state
+    if form == "quadratic" and start is None:
+        both = (phi_q @ phi_k.swapaxes(-1, -2)) @ values  # [..., N_q, N] @ [..., N, d_v + 1]
+    else:
+        both = phi_q @ state
+    return restore(both), restore(state)
+
+
+def _with_state(out: Any, state: Any, log_scale: Any) -> tuple:
+    """(o, (S, z)) or (o, (S, z, log_scale)) from the joined state [S | z] [..., m, d_v + 1]."""
     pair = (state[..., :-1], state[..., -1])
-    return (out, pair if log_scale is None else (*pair, log_scale))
-
-
-def _stabilised_start(initial_state: Any, log_k: Any, v: Any) -> tuple[Any, Any]:
-    """A carried state for a map in log space, as ([S | z] [..., m, d_v + 1], its log units [..., m]),
-    re-measured by :func:`~lattn_edu.feature_maps.stabilised_state`."""
-    if initial_state is None:
-        return None, None
-    s, z, log_scale = _state_parts(initial_state, log_k, v, with_scale=True)
-    xp = array_namespace(v)
-    log_scale = xp.zeros_like(z) if log_scale is None else log_scale
-    check_positive_state(s, z, "initial_state")
-    s, z, units = stabilised_state(s, z, log_scale, log_k[..., 0, :])
-    return xp.concatenate([s, z[..., None]], -1), units
+    return out, (pair if log_scale is None else (*pair, log_scale))
 
 
 def _joined_state(initial_state: Any, phi_k: Any, v: Any) -> Any:

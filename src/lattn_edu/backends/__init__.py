@@ -1,19 +1,19 @@
-"""Backends: the same forms of linear attention and its gated family on different engines (chapter 9).
+"""Backends: the family's forms on different engines (chapter 9).
 
 Every backend module exposes
 
-- ``FORMS``: {form name: kernel}; a kernel takes ``(phi_q, phi_k, v, causal, eps)``
-  (the chunkwise one also ``chunk_size``) with features [..., N_q, m], [..., N, m]
-  and values [..., N, d_v], and returns [..., N_q, d_v] in the inputs' dtype;
 - ``GATED_FORMS`` ('recurrent', 'parallel', 'chunkwise') and ``DELTA_FORMS`` ('recurrent',
   'chunkwise'): the forms of :func:`lattn_edu.gated_linear_attention` and
   :func:`lattn_edu.delta_rule`, taking checked ``(q, k, v[, beta], log_decay, scale,
   initial_state, chunk_size)`` and returning ``(o, final_state)`` (see :mod:`lattn_edu.gated`);
 - ``to_backend(*arrays) -> (*arrays, restore)``: the inputs in the backend's array type
-  (None passes through), and the function that turns an output back into the caller's type;
-- optionally ``FUSED``: {(form, feature map name): kernel} for kernels that take raw
-  ``(q, k, v, causal, eps[, chunk_size])`` and apply the feature map themselves (the numba
-  chunkwise form with elu+1); :func:`lattn_edu.linear_attention` prefers them.
+  (None passes through), and the function that turns an output back into the caller's type.
+
+That is all: :func:`lattn_edu.linear_attention` runs on the gated forms (causal: the
+recurrence without decay on [V | 1], then one division; not causal: two products). A backend
+may also name, in ``KERNEL_FEATURE_MAPS``, elementwise feature maps its chunkwise gated form
+computes itself from raw q and k, chunk by chunk, together with the division (keywords
+``feature_map`` and ``normaliser_eps``; the numba kernel does, so the input is read once).
 
 Optional engines are imported only when asked for, so ``import lattn_edu`` never
 needs numba or torch, and a missing one names the command that installs it.

@@ -5,6 +5,8 @@
   inside ``@njit`` code on C-contiguous 2-D arrays;
 - :func:`_exp_nonpositive`: exp of a flat block of numbers <= 0, as a polynomial that
   vectorises in float32;
+- :func:`_chunk_features`: an elementwise feature map (elu+1, relu) applied to one chunk of
+  rows in scratch, so a kernel computes its features as it reaches them;
 - :func:`one_blas_thread` (from :mod:`lattn_edu._blas`): the context in which the kernels
   run, BLAS on one thread while numba's threads share out the sequences.
 """
@@ -183,3 +185,54 @@ def _exp_nonpositive(x, n, fast_exp, high, low):
     else:
         for i in range(n):
             x[i] = np.exp(min(x[i], 0.0))
+
+
+# The elementwise feature maps a kernel can apply to a chunk itself (the names of
+# lattn_edu.feature_maps), as the codes the kernels take.
+FEATURE_CODES = {"identity": 0, "elu+1": 1, "relu": 2}
+
+
+@njit(cache=True, fastmath=_FAST)
+def _probe(x):
+    """Σ x·0 over a 2-D block: 0 if it is finite, NaN if it holds a NaN or an inf (a finiteness
+    check from a pass that reads the block anyway)."""
+    probe = x.dtype.type(0)
+    for i in range(x.shape[0]):
+        for r in range(x.shape[1]):
+            probe += x[i, r] * 0
+    return probe
+
+
+@njit(cache=True, fastmath=_FAST)
+def _elu_plus_one_block(x, out, fast_exp, high, low):
+    """out = elu(x) + 1 for a block [c, m]: exp(x) where x <= 0, x + 1 elsewhere; returns the
+    block's finiteness probe, from the pass that copies it."""
+    probe = x.dtype.type(0)
+    for i in range(x.shape[0]):
+        for r in range(x.shape[1]):
+            out[i, r] = x[i, r]
+            probe += x[i, r] * 0
+    _exp_nonpositive(out.reshape(out.size), out.size, fast_exp, high, low)  # exp(min(x, 0))
+    for i in range(x.shape[0]):
+        for r in range(x.shape[1]):
+            if x[i, r] > 0:
+                out[i, r] += x[i, r]  # exp(0) = 1 exactly, so this is x + 1
+    return probe
+
+
+@njit(cache=True, fastmath=_FAST)
+def _chunk_features(x, start, stop, feature, fast_exp, scratch, high, low):
+    """Rows start:stop of one sequence's features [c, m], and the rows' finiteness probe:
+    x itself (feature 0), elu(x) + 1 (1) or max(x, 0) (2), the last two in scratch."""
+    block = x[start:stop]
+    if feature == 0:
+        return block, _probe(block)
+    features = scratch[:block.size].reshape(block.shape)
+    if feature == 1:
+        return features, _elu_plus_one_block(block, features, fast_exp, high, low)
+    probe = x.dtype.type(0)
+    for i in range(block.shape[0]):
+        for r in range(block.shape[1]):
+            features[i, r] = max(block[i, r], 0)
+            probe += block[i, r] * 0
+    return features, probe

@@ -13,7 +13,7 @@ or strong the decay; a factor that underflows is one whose true value is below t
 smallest number. The one exception is deliberate and bounded: to turn a chunk of vector decays
 into one matrix product, the chunkwise kernel scales queries up by at most exp(θ) (θ = 20 in
 float32, 200 in float64) and keys down by the rest, and cuts the chunk into pieces wherever
-the decay inside one would exceed exp(θ) (see :func:`_vector_decay_weights`).
+the decay inside one would exceed exp(θ) (see :mod:`.numba_decay`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
+from .._checks import nonfinite_error, nonfinite_output_error
+from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _gemm, _lower_triangle_matmul,
                          one_blas_thread)
+from .numba_decay import _decayed_queries, _scalar_decay_weights, _vector_decay_weights
 
 # The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
 # [exp(-θ), 1], key factors in (0, 1]); and exponents below which exp is 0 in the dtype.
@@ -121,82 +123,8 @@ def _final_state_kernel(k, v, g, kind, floor, state):
                 s[r, c] = decay * s[r, c] + total[r, c]
 
 
-@njit(cache=True, fastmath=_FAST)
-def _rows_times_exp(x, exponents, out, fast_exp, high, low):
-    """out[:n] = x ⊙ exp(exponents) for x [n, d], exponents a flat scratch holding n·d values <= 0
-    row by row (overwritten by their exp)."""
-    n, d = x.shape
-    _exp_nonpositive(exponents, n * d, fast_exp, high, low)
-    for i in range(n):
-        for r in range(d):
-            out[i, r] = x[i, r] * exponents[i * d + r]
-
-
-@njit(cache=True, fastmath=_FAST)
-def _scalar_decay_weights(cumulative, weights, scale, factors, fast_exp, high, low):
-    """weights[i, j] *= scale · exp(b_i − b_j) for j <= i: the chunk's decay mask, b [c]."""
-    c = weights.shape[0]
-    for i in range(c):
-        for j in range(c):
-            factors[i * c + j] = cumulative[i] - cumulative[j] if j <= i else 0
-    _exp_nonpositive(factors, c * c, fast_exp, high, low)
-    for i in range(c):
-        for j in range(i + 1):
-            weights[i, j] *= scale * factors[i * c + j]
-
-
-@njit(cache=True)
-def _piece_end(cumulative, p0, span):
-    """The end of the piece starting at row p0: rows are added while B_p0 − B_row <= span in
-    every channel (a decay of at most exp(span) inside the piece); at least one row."""
-    c, d_k = cumulative.shape
-    p1 = p0 + 1
-    while p1 < c:
-        for r in range(d_k):
-            if cumulative[p0, r] - cumulative[p1, r] > span:
-                return p1
-        p1 += 1
-    return p1
-
-
-@njit(cache=True, fastmath=_FAST)
-def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scaled, piece_scratch,
-                          exponents, fast_exp, high, low, blas):
-    """weights[i, j] = Σ_r q_ir k_jr exp(B_ir − B_jr) for j <= i, with B [c, d_k] the chunk's
-    cumulative log decays, as matrix products over pieces of the chunk. Leaves
-    K ⊙ exp(B_last − B) in k_scaled[:c] (what the state update needs).
-
-    For a piece of rows p0..p1 − 1 with its last row as reference, B_ir − B_jr = (B_ir − B_last,r)
-    + (B_last,r − B_jr): the key factor is <= 1 for every key up to the piece's end, and the query
-    factor lies in [1, exp(span)] while the piece spans a decay of at most exp(span). The query
-    side is computed as exp(· − span) and exp(span) put back after the product. A new piece
-    starts where the next row would exceed the span (a single row always fits), so one piece
-    covers the chunk unless the decay is strong.
-    """
-    c, d_k = k_c.shape
-    boost = np.exp(span)
-    p0 = 0
-    while p0 < c:
-        p1 = _piece_end(cumulative, p0, span)
-        last, rows = p1 - 1, p1 - p0
-        for i in range(rows):
-            for r in range(d_k):
-                exponents[i * d_k + r] = cumulative[p0 + i, r] - cumulative[last, r] - span
-        _rows_times_exp(q_c[p0:p1], exponents, q_scaled, fast_exp, high, low)
-        for j in range(p1):
-            for r in range(d_k):
-                exponents[j * d_k + r] = cumulative[last, r] - cumulative[j, r]
-        _rows_times_exp(k_c[:p1], exponents, k_scaled, fast_exp, high, low)
-        piece = piece_scratch[:rows * p1].reshape((rows, p1))
-        _gemm(q_scaled[:rows], k_scaled[:p1], piece, False, True, 0, blas)  # [rows, p1]
-        for i in range(rows):
-            for j in range(p0 + i + 1):
-                weights[p0 + i, j] = piece[i, j] * boost
-        p0 = p1
-
-
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state, out):
+def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, feature, eps, state, out, probes):
     """The chunkwise form: per chunk of c tokens, with b (or B) the cumulative log decay inside it,
 
         W = (Q Kᵀ) ⊙ [exp(b_i − b_j)] (kind 1) or [Σ_r q_ir k_jr exp(B_ir − B_jr)] (kind 2)   [c, c]
@@ -204,24 +132,46 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state
         S ← diag(exp(b_last)) S + (K ⊙ exp(b_last − b))ᵀ V_c     carry the chunk into the state
 
     q, k [B, N, d_k], v [B, N, d_v], g [B, N, w]; kind 0 no decay, 1 scalar (w = 1), 2 vector
-    (w = d_k). state [B, d_k, d_v] goes in as S_0 and comes out as S_N; out [B, N, d_v].
+    (w = d_k). state [B, d_k, ·] goes in as S_0 and comes out as S_N; out [B, N, d_v].
+
+    Linear attention runs here too, in two options that keep it to one pass over the input:
+    ``feature`` 1 or 2 computes φ(q), φ(k) (elu+1, relu) a chunk at a time (0: q, k are the
+    features); and when state has d_v + 1 columns, [S | z], the recurrence runs on [V | 1] and
+    each output row is divided by its last column + eps. The column of ones is not stored: its
+    three products are sums, tril(W) 1 (row sums), (Q ⊙ exp(b)) z (one dot product per row) and
+    (K ⊙ exp(b_last − b))ᵀ 1 (column sums), so BLAS sees the same d_v columns as without it.
+    probes [B, 4] receives Σ x·0 over q, k, v and out of each sequence: NaN marks a NaN or inf,
+    from passes the kernel makes anyway.
     """
     n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
+    normalise = state.shape[2] != d_v
     dtype = v.dtype
     for b in prange(q.shape[0]):
         blas = _blas_arguments(dtype)
-        s = state[b]  # [d_k, d_v]
+        s = np.ascontiguousarray(state[b, :, :d_v]) if normalise else state[b]  # S  [d_k, d_v]
+        z = state[b, :, d_v].copy() if normalise else np.zeros(0, dtype)  # z  [d_k]
         weights_scratch = np.empty(chunk_size * chunk_size, dtype)
-        piece_scratch = np.empty(chunk_size * chunk_size, dtype)
-        q_scaled, k_scaled = np.empty((chunk_size, d_k), dtype), np.empty((chunk_size, d_k), dtype)
+        decayed = kind != 0 or scale != 1  # scratch that only decay (or a scale) needs
+        piece_scratch = np.empty(chunk_size * chunk_size if kind == 2 else 0, dtype)
+        rows = chunk_size if decayed else 0
+        q_scaled, k_scaled = np.empty((rows, d_k), dtype), np.empty((rows, d_k), dtype)
+        q_features, k_features = np.empty(chunk_size * d_k, dtype), np.empty(chunk_size * d_k, dtype)
+        row_sums = np.empty(chunk_size, dtype)  # tril(W) 1, the denominators inside the chunk
         cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
-        size = chunk_size * max(d_k, chunk_size)
-        exponents = np.empty(size, dtype)
+        exponents = np.empty(chunk_size * max(d_k, chunk_size) if kind != 0 else 0, dtype)
+        size = chunk_size * d_k  # the fast exponential's scratch: a chunk of features, or of decays
+        if kind != 0:
+            size = chunk_size * max(d_k, chunk_size)
         high, low = np.empty(size, np.int32), np.empty(size, np.int32)
+        probe = np.zeros(4, dtype)  # q, k, v, out
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
-            q_c, k_c, v_c, out_c = q[b, start:stop], k[b, start:stop], v[b, start:stop], out[b, start:stop]
+            q_c, found = _chunk_features(q[b], start, stop, feature, fast_exp, q_features, high, low)
+            probe[0] += found
+            k_c, found = _chunk_features(k[b], start, stop, feature, fast_exp, k_features, high, low)
+            probe[1] += found
+            v_c, out_c = v[b, start:stop], out[b, start:stop]  # [c, d_v]
             weights = weights_scratch[:c * c].reshape((c, c))
             for i in range(c):
                 for r in range(g.shape[2] if kind != 0 else 0):
@@ -233,56 +183,98 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, state
                 _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q_c K_cᵀ
             if kind == 1:
                 _scalar_decay_weights(cumulative[:c, 0], weights, scale, exponents, fast_exp, high, low)
-            else:
+            elif scale != 1:
                 for i in range(c):
                     for j in range(i + 1):
                         weights[i, j] *= scale
-            out_c[:] = v_c
+            if normalise:
+                _lower_row_sums(weights, row_sums)
+            probe[2] += _copy_rows(v_c, out_c)
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
-            _gemm(q_scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
-            if kind == 0:
-                _gemm(k_c, v_c, s, True, False, 1, blas)  # carry the chunk into the state
-                continue
-            for r in range(d_k):  # S ← diag(exp(b_last)) S
-                decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
-                for col in range(d_v):
-                    s[r, col] *= decay
-            if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
+            queries = q_c  # the queries as they are, or decayed back to the chunk's start and scaled
+            if decayed:
+                _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
+                queries = q_scaled[:c]
+            _gemm(queries, s, out_c, False, False, 1, blas)  # + every chunk before it
+            if normalise:
+                probe[3] += _divide_rows(out_c, row_sums, queries, z, eps)
+            keys = k_c  # the keys as they are, or decayed to the chunk's end
+            if kind != 0:
+                for r in range(d_k):  # S ← diag(exp(b_last)) S, and z alike
+                    decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
+                    for col in range(d_v):
+                        s[r, col] *= decay
+                    if normalise:
+                        z[r] *= decay
+                if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
+                    for j in range(c):
+                        for r in range(d_k):
+                            k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
+                keys = k_scaled[:c]
+            _gemm(keys, v_c, s, True, False, 1, blas)  # carry the chunk into the state
+            if normalise:
                 for j in range(c):
                     for r in range(d_k):
-                        k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
-            _gemm(k_scaled[:c], v_c, s, True, False, 1, blas)  # + the chunk
+                        z[r] += keys[j, r]
+        if normalise:  # [S | z] back into the state
+            state[b, :, :d_v] = s
+            state[b, :, d_v] = z
+        probes[b] = probe
 
 
 @njit(cache=True, fastmath=_FAST)
-def _decayed_queries(q_c, cumulative, kind, scale, out, exponents, fast_exp, high, low):
-    """out[:c] = scale · Q ⊙ exp(b): the queries decayed back to the chunk's start (one factor per
-    row for kind 1, per entry for kind 2; none for kind 0). exponents is overwritten for kind 2."""
-    c, d_k = q_c.shape
-    if kind == 2:
-        for i in range(c):
-            for r in range(d_k):
-                exponents[i * d_k + r] = cumulative[i, r]
-        _rows_times_exp(q_c, exponents, out, fast_exp, high, low)
-    for i in range(c):
-        factor = scale * np.exp(cumulative[i, 0]) if kind == 1 else scale
-        for r in range(d_k):
-            out[i, r] = (out[i, r] if kind == 2 else q_c[i, r]) * factor
+def _copy_rows(source, target):
+    """target = source, [c, w]; returns Σ source·0, the rows' finiteness probe (0 or NaN)."""
+    probe = source.dtype.type(0)
+    for i in range(source.shape[0]):
+        for j in range(source.shape[1]):
+            target[i, j] = source[i, j]
+            probe += source[i, j] * 0
+    return probe
+
+
+@njit(cache=True, fastmath=_FAST)
+def _lower_row_sums(weights, sums):
+    """sums[i] = Σ_{j<=i} weights[i, j]: tril(W) 1, [c, c] -> [c]."""
+    for i in range(weights.shape[0]):
+        total = weights.dtype.type(0)
+        for j in range(i + 1):
+            total += weights[i, j]
+        sums[i] = total
+
+
+@njit(cache=True, fastmath=_FAST, error_model="numpy")
+def _divide_rows(out_c, row_sums, queries, z, eps):
+    """out_c[i] /= row_sums[i] + queries[i]·z + eps, the denominator from inside the chunk and
+    from before it; returns Σ out·0, the output's finiteness probe. One division per row
+    (1/0 = inf keeps a 0/0 a NaN; the numpy error model returns it instead of raising)."""
+    probe = out_c.dtype.type(0)
+    for i in range(out_c.shape[0]):
+        total = row_sums[i] + eps
+        for r in range(z.shape[0]):
+            total += queries[i, r] * z[r]
+        reciprocal = 1 / total
+        for j in range(out_c.shape[1]):
+            out_c[i, j] *= reciprocal
+            probe += out_c[i, j] * 0
+    return probe
 
 
 def _flatten(x: np.ndarray, trailing: int, dtype: np.dtype) -> np.ndarray:
     """[..., *trailing axes] -> [B, *trailing axes], C-contiguous and writeable in ``dtype``
     (numba compiles read-only arrays, such as broadcast views, as a type of their own)."""
-    return np.require(x.reshape((-1,) + x.shape[x.ndim - trailing:]), dtype=dtype, requirements="CW")
+    flat = x.reshape((-1,) + x.shape[x.ndim - trailing:])
+    if flat.dtype == dtype and flat.flags.c_contiguous and flat.flags.writeable:  # as it is (the usual case)
+        return flat
+    return np.require(flat, dtype=dtype, requirements="CW")
 
 
 def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.ndarray | None,
-                   initial_state: np.ndarray | None) -> tuple:
+                   initial_state: np.ndarray | None, with_normaliser: bool = False) -> tuple:
     """The kernels' arguments: q, k, v [B, N, ·]; g [B, N, w] and its kind (0: None, g empty;
     1: one decay per step, w = 1; 2: one per key, w = d_k); a fresh state [B, d_k, d_v] (S_0,
-    zeros for None); an empty output [B, N, d_v]; and ``unflatten(o, s)``, which puts the
-    leading axes back."""
+    zeros for None), or [B, d_k, d_v + 1] ``with_normaliser``; an empty output [B, N, d_v];
+    and ``unflatten(o, s)``, which puts the leading axes back."""
     lead, dtype = v.shape[:-2], v.dtype
     n, d_k, d_v = k.shape[-2], k.shape[-1], v.shape[-1]
     flat_q, flat_k, flat_v = (_flatten(x, 2, dtype) for x in (q, k, v))
@@ -293,14 +285,15 @@ def flatten_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, log_decay: np.nd
         kind, g = 2, _flatten(log_decay, 2, dtype)
     else:  # [..., N]
         kind, g = 1, _flatten(log_decay[..., None], 2, dtype)
+    width = d_v + 1 if with_normaliser else d_v
     if initial_state is None:
-        state = np.zeros((batch, d_k, d_v), dtype)
+        state = np.zeros((batch, d_k, width), dtype)
     else:
-        state = np.array(initial_state.reshape((batch, d_k, d_v)), dtype=dtype)  # a copy: updated in place
+        state = np.array(initial_state.reshape((batch, d_k, width)), dtype=dtype)  # a copy: updated in place
     out = np.empty((batch, n, d_v), dtype)
 
     def unflatten(o: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return o.reshape(lead + (n, d_v)), s.reshape(lead + (d_k, d_v))
+        return o.reshape(lead + (n, d_v)), s.reshape(lead + (d_k, width))
     return flat_q, flat_k, flat_v, g, kind, state, out, unflatten
 
 
@@ -332,15 +325,39 @@ def parallel_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
 
 def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
                                      log_decay: np.ndarray | None, scale: float,
-                                     initial_state: np.ndarray | None = None,
-                                     chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N)."""
-    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
+                                     initial_state: np.ndarray | None = None, chunk_size: int = 64, *,
+                                     feature_map: str = "identity",
+                                     normaliser_eps: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N).
+
+    Linear attention's options (see :func:`_chunkwise_kernel`): ``feature_map`` 'elu+1' or
+    'relu' takes raw q, k and computes their features chunk by chunk; ``normaliser_eps`` (a
+    float) runs the recurrence on [V | 1] and returns the normalised output [..., N, d_v] with
+    the state [S | z] [..., d_k, d_v + 1] (initial_state, if any, in that shape too). With
+    either option the inputs are unchecked: the kernel checks q, k, v and the output for NaN
+    and inf in its own passes and raises the ``ValueError`` that names the culprit.
+    """
+    normalise = normaliser_eps is not None
+    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state, normalise)
     dtype = v.dtype
+    probes = np.zeros((v.shape[0], 4), dtype)  # q, k, v, out: NaN where one was not finite
+    eps = dtype.type(normaliser_eps if normalise else -1)
     with one_blas_thread():
         _chunkwise_kernel(q, k, v, g, kind, dtype.type(scale), int(chunk_size), dtype.type(_SPAN[dtype]),
-                          dtype == np.float32, state, out)
+                          dtype == np.float32, FEATURE_CODES[feature_map], eps, state, out, probes)
+    if normalise or feature_map != "identity":
+        _raise_for_probes(probes, feature_map, normaliser_eps)
     return unflatten(out, state)
+
+
+def _raise_for_probes(probes: np.ndarray, feature_map: str, eps: float | None) -> None:
+    """The errors la.linear_attention's own checks would raise, read from the kernel's probes."""
+    found = np.isnan(probes).any(axis=0)  # [q, k, v, out]
+    for name, bad in zip(("q", "k", "v"), found[:3]):
+        if bad:
+            raise nonfinite_error(name)
+    if found[3]:
+        raise nonfinite_output_error(feature_map, eps)
 
 
 GATED_FORMS = {

@@ -1,5 +1,5 @@
-"""The numpy backend: the reference forms of :mod:`lattn_edu.linear`, :mod:`lattn_edu.gated`
-and :mod:`lattn_edu.delta`, unchanged."""
+"""The numpy backend: the reference forms of :mod:`lattn_edu.gated` and :mod:`lattn_edu.delta`,
+unchanged (linear attention runs as the gated recurrence on [V | 1]; see :mod:`lattn_edu.linear`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,6 @@ from .._checks import is_torch_tensor
 from ..delta import chunkwise_delta_rule, recurrent_delta_rule
 from ..gated import (chunkwise_gated_linear_attention, parallel_gated_linear_attention,
                      recurrent_gated_linear_attention)
-from ..linear import (chunkwise_linear_attention, parallel_linear_attention,
-                      quadratic_linear_attention, recurrent_linear_attention)
-
-FORMS = {
-    "quadratic": quadratic_linear_attention,
-    "parallel": parallel_linear_attention,
-    "recurrent": recurrent_linear_attention,
-    "chunkwise": chunkwise_linear_attention,
-}
 
 GATED_FORMS = {
     "recurrent": recurrent_gated_linear_attention,
