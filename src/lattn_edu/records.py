@@ -54,9 +54,9 @@ def read_record(path: str | os.PathLike) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def save_record(name: str, record: dict[str, Any]) -> Path:
-    """Record ``record`` as the JSON file ``name`` where :func:`load_record` reads it; returns the path."""
-    return write_record(record, DATA / _checked(name))
+def save_record(record: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write ``record`` to ``path`` as indented JSON with one trailing newline; returns the path."""
+    return write_record(record, path)
 
 
 def write_record(record: dict[str, Any], path: str | os.PathLike) -> Path:
