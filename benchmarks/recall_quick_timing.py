@@ -5,16 +5,18 @@ Run: python benchmarks/recall_quick_timing.py [--modes quick study] [--keep DIR]
 
 Each mode runs as a new user would start it (``python -m lattn_edu.cli recall --quick``,
 ``... --study quick``; default workers, one per core) in a fresh process, timed from start to
-exit. The record keeps the command, the wall seconds, the budget, the machine and the load
-average before and after, since on a shared machine other work stretches the time: a
-timing is evidence about the budget, not a test of it. ``--keep DIR`` keeps each run's own
-record (e.g. to refresh the package's recall_quick.json after checking it).
+exit. The record keeps the command, the wall seconds, the CPU seconds of the command and its
+workers, the budget, the machine and the load average before and after: on a shared machine
+other work stretches the wall time, while the CPU seconds per worker say what it would be on
+cores of their own. A timing is evidence about the budget, not a test of it. ``--keep DIR``
+keeps each run's own record (e.g. to refresh the package's recall_quick.json after checking it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -30,18 +32,29 @@ OUT = Path(__file__).resolve().parent / "results" / "recall_quick_timing.json"
 MODES = {"quick": ["--quick"], "study": ["--study", "quick"]}
 
 
+def children_cpu_seconds() -> float:
+    """User + system CPU seconds of every finished child process (workers included)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def time_mode(flags: list[str], keep: Path) -> dict:
     """Run one mode in a fresh process; its command, wall time and own record's summary."""
     command = [sys.executable, "-m", "lattn_edu.cli", "recall", *flags, "--no-progress",
                "--out", str(keep / f"recall_{'_'.join(f.strip('-') for f in flags)}.json")]
     load_before = os.getloadavg()
+    cpu_before = children_cpu_seconds()
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
+    cpu = children_cpu_seconds() - cpu_before  # the command's and its workers' CPU time
     config = read_record(command[-1])["config"]
     budget = QUICK_BUDGET_MINUTES["study quick" if "--study" in flags else "quick"]
     return {"command": "lattn-edu recall " + " ".join(flags), "wall_seconds": round(wall, 1),
             "budget_minutes": budget, "within_budget": wall <= 60 * budget,
+            "cpu_seconds": round(cpu, 1),
+            # what the wall time would be with each worker on a core of its own (no waiting)
+            "cpu_seconds_per_worker": round(cpu / config["workers"], 1),
             "workers": config["workers"],
             "torch_threads_per_run": config["threads"] if "threads" in config else config["base"]["threads"],
             "load_average_before": [round(x, 2) for x in load_before],
