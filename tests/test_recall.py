@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from conftest import assert_close
 torch = pytest.importorskip("torch")
 
 from lattn_edu import cli, recall  # noqa: E402  (needs torch, skipped above when missing)
+from lattn_edu.records import load_record  # noqa: E402
 
 SMALL = replace(recall.TINY, d_model=16, num_heads=2, taylor_dim=3)
 MODELS = [pytest.param(name, id=name) for name in recall.MODELS]
@@ -167,8 +170,70 @@ def test_sweep_is_deterministic():
         (r["accuracy"], r["final_loss"]) for r in second]
 
 
-def test_quick_and_full_presets_share_the_models_and_width():
+def test_a_sweep_trained_by_two_workers_equals_one_trained_in_order():
+    config = replace(recall.TINY, models=("favor", "retnet", "mamba2"), pair_counts=(3, 5), steps=5, seed=7)
+    in_order = recall.sweep(config, progress=False, workers=1)
+    side_by_side = recall.sweep(config, progress=False, workers=2)
+    assert [(r["model"], r["num_pairs"]) for r in side_by_side] == [
+        (m, p) for p in (3, 5) for m in ("favor", "retnet", "mamba2")]
+    assert [without_timing(r) for r in side_by_side] == [without_timing(r) for r in in_order]
+    assert len({r["final_loss"] for r in in_order}) == len(in_order)  # distinct runs, not one repeated
+
+
+def without_timing(row):
+    return {key: value for key, value in row.items() if key != "train_seconds"}
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
+def test_workers_must_be_a_positive_int(workers):
+    with pytest.raises(ValueError, match=f"workers must be a positive int; got {workers!r}"):
+        recall.sweep(replace(recall.TINY, models=("linear",), pair_counts=(2,)), progress=False,
+                     workers=workers)
+
+
+def test_quick_keeps_what_chapter_7_reads_from_it():
     full = recall.RecallConfig()
-    assert recall.QUICK.models == full.models == recall.MODELS
+    # chapter 7 reads the five models at P = 64 (and tabulates P = 16) after half the steps at
+    # twice the rate, at the full sweep's width
+    assert recall.QUICK.models == recall.CHAPTER7_MODELS == ("softmax", "linear", "favor", "retnet", "based")
+    assert set(recall.QUICK.pair_counts) == {16, 64} and full.models == recall.MODELS
+    assert (recall.QUICK.steps, recall.QUICK.learning_rate) == (800, 2 * full.learning_rate)
     assert (recall.QUICK.d_model, recall.QUICK.num_heads) == (full.d_model, full.num_heads)
     assert min(full.pair_counts) < full.d_model // full.num_heads < max(full.pair_counts)
+
+
+def test_quick_is_the_shipped_quick_records_settings():
+    shipped = load_record("recall_quick.json")["config"]
+    settings = json.loads(json.dumps(asdict(recall.QUICK)))
+    assert {key: shipped[key] for key in settings} == settings
+
+
+def recall_parser():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    recall.add_arguments(parser)
+    return parser
+
+
+def test_help_states_each_quick_budget():
+    text = " ".join(recall_parser().format_help().split())
+    assert f"budget: {recall.QUICK_BUDGET_MINUTES['quick']} minutes on 2 free cores" in text
+    assert f"budget {recall.QUICK_BUDGET_MINUTES['study quick']} minutes on 2 free cores" in text
+
+
+def test_out_defaults_to_a_file_named_by_the_mode_in_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["recall", "--tiny", "--models", "linear", "--pairs", "2", "--no-progress"]) == 0
+    record = json.loads((tmp_path / "recall_tiny.json").read_text(encoding="utf-8"))
+    assert record["config"]["workers"] == 1 and [r["model"] for r in record["results"]] == ["linear"]
+    assert recall.cli.out_path(recall_parser().parse_args(["--study", "quick"])) == Path("recall_study_quick.json")
+    assert recall.cli.out_path(recall_parser().parse_args(["--quick", "--out", "x/y.json"])) == Path("x/y.json")
+
+
+def test_the_mixers_do_not_import_the_configuration_that_names_them():
+    tree = ast.parse(Path(recall.mixers.__file__).read_text(encoding="utf-8"))
+    modules = {"." * node.level + (node.module or "") for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom)}
+    assert "..gated" in modules  # the walk sees the imports
+    assert not modules & {".config", ".model", ".training", ".study", "lattn_edu.recall.config"}

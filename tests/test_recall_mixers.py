@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 from lattn_edu import recall  # noqa: E402  (needs torch, skipped above when missing)
 from lattn_edu.recall import study as study_module  # noqa: E402
+from lattn_edu.records import load_record  # noqa: E402
 
 SMALL = replace(recall.TINY, d_model=20, num_heads=2)  # d_head = 10
 SELECTIVE = [pytest.param(name, id=name) for name in ("deltanet", "gated_deltanet", "gla", "mamba2")]
@@ -112,11 +113,11 @@ def test_a_stopped_study_leaves_an_honest_partial_record(tmp_path, monkeypatch):
     out, trained = tmp_path / "study.json", []
     real = study_module.train_run
 
-    def stop_after_three(run, study, on_step):
+    def stop_after_three(task):
         if len(trained) == 3:
             raise KeyboardInterrupt
-        trained.append(run)
-        return real(run, study, on_step)
+        trained.append(task)
+        return real(task)
 
     monkeypatch.setattr(study_module, "train_run", stop_after_three)
     with pytest.raises(KeyboardInterrupt):
@@ -160,3 +161,35 @@ def test_study_options_override_the_preset():
     assert (study.seeds, study.learning_rates, study.models, study.base.steps) == (
         (4, 5, 6), (0.01,), ("linear", "deltanet"), 9)
     assert study.sweep_models == recall.FULL_STUDY.sweep_models  # the sweep keeps its own models
+
+
+def test_a_study_trained_by_two_workers_equals_one_trained_in_order(tmp_path):
+    study = replace(TINY_STUDY, models=("linear", "gated_deltanet"), seeds=(3,), learning_rates=(3e-3,))
+    # per seed: 2 models, then the sweep's width 8
+    in_order = recall.run_study(study, tmp_path / "one.json", "tiny", progress=False, workers=1)
+    side_by_side = recall.run_study(study, tmp_path / "two.json", "tiny", progress=False, workers=2)
+    assert side_by_side["config"]["workers"] == 2 and in_order["complete"] and side_by_side["complete"]
+    assert without_timings(side_by_side["runs"]) == without_timings(in_order["runs"])
+    assert len({r["accuracy"] for r in in_order["runs"]} | {r["final_loss"] for r in in_order["runs"]}) > 2
+
+
+def without_timings(runs):
+    return [{key: value for key, value in run.items() if key != "train_seconds"} for run in runs]
+
+
+def test_the_quick_study_trains_only_what_chapters_10_and_11_read():
+    runs = list(recall.planned_runs(recall.QUICK_STUDY))
+    assert {r["part"] for r in runs} == {"main"}  # no state-sweep runs of its own
+    assert {r["model"] for r in runs} == {"softmax", "linear", "deltanet", "gated_deltanet", "mamba2", "gla"}
+    assert len(runs) == 6 * 3 and {r["num_pairs"] for r in runs} == {8}
+
+
+def test_the_quick_study_is_the_shipped_records_main_part():
+    # the chapters' record was trained by the earlier preset (with a width-32 sweep besides):
+    # its main runs are the ones the preset trains now, with the same settings
+    shipped = load_record("recall_study_quick.json")
+    planned = [study_module.run_id(run) for run in recall.planned_runs(recall.QUICK_STUDY)]
+    assert [r["id"] for r in shipped["runs"] if r["part"] == "main"] == planned
+    settings = json.loads(json.dumps(asdict(recall.QUICK_STUDY)))
+    assert {key: value for key, value in shipped["config"].items() if key in settings and key != "sweep_widths"} == {
+        key: value for key, value in settings.items() if key != "sweep_widths"}

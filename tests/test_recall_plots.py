@@ -26,7 +26,7 @@ def fake_record(seed: int = 5) -> dict:
              "final_loss": float(rng.uniform(0, 5)), "state_size": 11,
              "loss_curve": [round(float(x), 4) for x in rng.uniform(0.01, 5, 7)]}
             for run in recall.planned_runs(STUDY)]
-    return study_module.study_record(STUDY, "fake", runs, len(runs), 1.0)
+    return study_module.study_record(STUDY, "fake", runs, len(runs), 1.0, workers=1)
 
 
 def best_rate(record, model, p):

@@ -26,23 +26,25 @@ to hold more and more associations, while softmax keeps every pair in its KV cac
 
 The parts, one module each: :mod:`.task` (the sequences), :mod:`.mixers` (the mixers and
 the registry :data:`MIXERS` that names them; a new model is one registered class there),
-:mod:`.study` (the capacity study: seeds, learning rates, loss curves, a state-size sweep),
-:mod:`.plots` (the study's figures for chapters 7 and 10),
-:mod:`.config` (sizes and presets), :mod:`.model` (the shared architecture),
-:mod:`.training` (training, scoring, the sweep) and :mod:`.cli` (``lattn-edu recall``).
+:mod:`.config` (sizes and presets, which name the mixers), :mod:`.model` (the shared
+architecture), :mod:`.training` (training, scoring, the sweep), :mod:`.pool` (independent
+runs side by side, one worker process per core), :mod:`.study` (the capacity study: seeds,
+learning rates, loss curves, a state-size sweep), :mod:`.plots` (the study's figures for
+chapters 7 and 10) and :mod:`.cli` (``lattn-edu recall``).
 
-Run times on 2 shared CPU cores with one torch thread (the default; results are
-bit-reproducible for a given seed and thread count): the full sweep (P = 4 … 64,
-1,500 steps per model) about 17 minutes, ``--quick`` (P = 4, 16, 64, 800 steps) about
-5 minutes, ``--tiny`` (the tests' smoke run) a few seconds. The capacity study
-(``--study quick`` or ``--study full``, see :mod:`.study`) writes its record after every run
-and, with ``--resume``, continues a stopped one.
+Results are bit-reproducible for a given seed and number of torch threads per run (one by
+default), whatever the number of worker processes. ``--tiny`` is the tests' smoke run;
+``--quick`` and ``--study quick`` each have a budget in minutes that ``--help`` prints
+(:data:`QUICK_BUDGET_MINUTES`). How long each run took is in its record (``wall_seconds``
+in the JSON it writes, and in the records the chapters read, :mod:`lattn_edu.records`),
+not here. The capacity study (see :mod:`.study`) writes its record after every run and,
+with ``--resume``, continues a stopped one.
 """
 
 from __future__ import annotations
 
 from .cli import add_arguments, config_from_args, format_summary, format_table, run
-from .config import QUICK, TINY, RecallConfig
+from .config import CHAPTER7_MODELS, QUICK, QUICK_BUDGET_MINUTES, TINY, RecallConfig
 from .mixers import (MIXERS, MODELS, BasedMixer, DeltaNetMixer, EluMixer, FavorMixer,
                      GatedDeltaNetMixer, GlaMixer, LinearMixer, Mamba2Mixer, Mixer, RetentionMixer,
                      ScalarDecay, SelectiveMixer, SoftmaxMixer, make_mixer, mixer_class,
@@ -55,6 +57,7 @@ from .training import accuracy, sweep, train_one
 
 __all__ = [
     "BasedMixer",
+    "CHAPTER7_MODELS",
     "DeltaNetMixer",
     "EluMixer",
     "FULL_STUDY",
@@ -67,6 +70,7 @@ __all__ = [
     "Mamba2Mixer",
     "Mixer",
     "QUICK",
+    "QUICK_BUDGET_MINUTES",
     "QUICK_STUDY",
     "RecallConfig",
     "RecallModel",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -12,9 +11,11 @@ from typing import Any
 import torch
 
 from ..machine import machine_summary
-from .config import QUICK, TINY, RecallConfig
+from ..records import save_record
+from .config import QUICK, QUICK_BUDGET_MINUTES, TINY, RecallConfig
 from .mixers import MODELS
-from .study import FULL_STUDY, QUICK_STUDY, StudyConfig, run_study, summarise
+from .pool import check_workers, default_workers
+from .study import FULL_STUDY, QUICK_STUDY, StudyConfig, planned_runs, run_study, summarise
 from .training import sweep
 
 
@@ -33,30 +34,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``lattn-edu recall`` options."""
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true",
-                      help=f"pairs {QUICK.pair_counts}, {QUICK.steps} steps (a few minutes on 2 cores)")
+                      help=f"chapter 7's quick run: {', '.join(QUICK.models)} at pairs "
+                           f"{', '.join(map(str, QUICK.pair_counts))}, {QUICK.steps} steps "
+                           f"(budget: {QUICK_BUDGET_MINUTES['quick']} minutes on 2 free cores)")
     size.add_argument("--tiny", action="store_true", help="a seconds-long smoke test of the whole pipeline")
     parser.add_argument("--seed", type=int, default=0, help="seeds the weights, data and FAVOR+ features")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per run (default 1)")
+    parser.add_argument("--workers", type=int,
+                        help="runs trained side by side, one process each (default: one per core); "
+                             "the results do not depend on it")
+    parser.add_argument("--models", nargs="+", choices=MODELS,
+                        help="override the models (default: the mode's; the full sweep trains all)")
     parser.add_argument("--pairs", nargs="+", type=int, help="override the pair counts")
     parser.add_argument("--steps", type=int, help="override the training steps per model")
     size.add_argument("--study", choices=("quick", "full"),
                       help="the capacity study instead of one sweep: seeds x learning rates, loss "
-                           "curves and a state-size sweep (quick: about 10 minutes of a free core; "
-                           "full: hours)")
+                           f"curves and a state-size sweep (quick: {len(QUICK_STUDY.models)} models at "
+                           f"P = {QUICK_STUDY.pair_counts[0]} on {len(QUICK_STUDY.seeds)} seeds, budget "
+                           f"{QUICK_BUDGET_MINUTES['study quick']} minutes on 2 free cores; full: hours)")
     parser.add_argument("--seeds", nargs="+", type=int, help="with --study: override the seeds")
     parser.add_argument("--learning-rates", nargs="+", type=float,
                         help="with --study: override the learning-rate grid")
     parser.add_argument("--resume", action="store_true",
                         help="with --study: keep the finished runs already in --out, train the rest")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
+    parser.add_argument("--out", type=Path,
+                        help="where to write the JSON results (default: recall_<mode>.json, or "
+                             "recall_study_<mode>.json, in the current directory)")
+
+
+def mode_of(args: argparse.Namespace) -> str:
+    """'quick', 'tiny' or 'full': the size the options chose."""
+    return args.study or ("quick" if args.quick else "tiny" if args.tiny else "full")
+
+
+def out_path(args: argparse.Namespace) -> Path:
+    """--out, or the mode's default file in the current directory."""
+    if args.out is not None:
+        return args.out
+    return Path(f"recall_study_{args.study}.json" if args.study else f"recall_{mode_of(args)}.json")
+
+
+def workers_for(args: argparse.Namespace, runs: int) -> int:
+    """--workers, else one per core (never more than runs), or one for --tiny, whose runs
+    take less time than starting a worker process."""
+    if args.workers is not None:
+        return check_workers(args.workers)
+    return 1 if args.tiny else default_workers(runs)
 
 
 def config_from_args(args: argparse.Namespace) -> RecallConfig:
     """The preset chosen by --quick / --tiny (else the full sweep) with the overrides applied."""
     base = QUICK if args.quick else TINY if args.tiny else RecallConfig()
-    overrides = {"seed": args.seed, "threads": args.threads, "models": tuple(args.models)}
+    overrides: dict[str, Any] = {"seed": args.seed, "threads": args.threads}
+    if args.models:
+        overrides["models"] = tuple(args.models)
     if args.pairs:
         overrides["pair_counts"] = tuple(args.pairs)
     if args.steps:
@@ -73,7 +105,7 @@ def study_from_args(args: argparse.Namespace) -> StudyConfig:
         overrides["seeds"] = tuple(args.seeds)
     if args.learning_rates:
         overrides["learning_rates"] = tuple(args.learning_rates)
-    if args.models != list(MODELS):
+    if args.models:
         overrides["models"] = tuple(args.models)
     if args.pairs:
         overrides["pair_counts"] = tuple(args.pairs)
@@ -93,11 +125,14 @@ def format_summary(rows: list[dict[str, Any]]) -> str:
 
 def run_study_cli(args: argparse.Namespace) -> int:
     """Run the capacity study, print its summary tables, write its JSON (after every run)."""
-    study = study_from_args(args)
-    record = run_study(study, args.out, args.study, progress=not args.no_progress, resume=args.resume)
+    study, out = study_from_args(args), out_path(args)
+    workers = workers_for(args, sum(1 for _ in planned_runs(study)))
+    record = run_study(study, out, args.study, progress=not args.no_progress, resume=args.resume,
+                       workers=workers)
     print(format_summary(summarise(record, "main")))
     print(format_summary(summarise(record, "state_sweep")))
-    print(f"{args.study} study: {record['config']['wall_seconds']:.0f} s; wrote {args.out}")
+    print(f"{args.study} study: {record['config']['wall_seconds']:.0f} s with {workers} worker(s) "
+          f"of {study.base.threads} torch thread(s); wrote {out}")
     return 0
 
 
@@ -105,16 +140,18 @@ def run(args: argparse.Namespace) -> int:
     """Run the sweep, print the accuracy table, write ``{"results": [...], "config": {...}}``."""
     if args.study:
         return run_study_cli(args)
-    config = config_from_args(args)
+    config, mode, out = config_from_args(args), mode_of(args), out_path(args)
+    workers = workers_for(args, len(config.models) * len(config.pair_counts))
     start = time.perf_counter()
-    results = sweep(config, progress=not args.no_progress)
+    results = sweep(config, progress=not args.no_progress, workers=workers)
     wall = time.perf_counter() - start
-    mode = "quick" if args.quick else "tiny" if args.tiny else "full"
     record = {"results": results,
               "config": {**asdict(config), "mode": mode, "wall_seconds": round(wall, 1),
-                         "torch": torch.__version__, "machine": machine_summary()}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+                         "workers": workers, "torch": torch.__version__,
+                         "machine": machine_summary()}}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_record(record, out)
     print(format_table(results))
-    print(f"{mode} sweep: {wall:.0f} s with {config.threads} torch thread(s); wrote {args.out}")
+    print(f"{mode} sweep: {wall:.0f} s with {workers} worker(s) of {config.threads} torch "
+          f"thread(s); wrote {out}")
     return 0

@@ -16,9 +16,8 @@ order in the sweep, its table and chapter 7's figure.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
-
 import math
+from typing import Any, Callable, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -30,8 +29,15 @@ from ..feature_maps import FavorPlus, taylor_features, taylor_width
 from ..gated import gated_linear_attention
 from ..linear import linear_attention
 
-if TYPE_CHECKING:  # the config imports MODELS from here, so only the type checker imports it back
-    from .config import RecallConfig
+
+class MixerSizes(Protocol):
+    """What a mixer reads from a sweep's settings (``RecallConfig`` has it all): the mixers
+    sit below the configuration, which names them, so they do not import it."""
+
+    d_model: int
+    num_heads: int
+    taylor_dim: int  # Based's projection of q and k
+    seed: int  # FAVOR+ draws its features from it
 
 
 class Mixer(nn.Module):
@@ -51,7 +57,7 @@ class Mixer(nn.Module):
         self.out = nn.Linear(d_model, d_model)
 
     @classmethod
-    def from_config(cls, config: RecallConfig, layer: int) -> Mixer:
+    def from_config(cls, config: MixerSizes, layer: int) -> Mixer:
         """The mixer for layer ``layer`` (0-based) of a model built from ``config``."""
         return cls(config.d_model, config.num_heads)
 
@@ -108,7 +114,7 @@ def mixer_class(mixer: str) -> type[Mixer]:
     return MIXERS[mixer]
 
 
-def make_mixer(mixer: str, config: RecallConfig, layer: int) -> Mixer:
+def make_mixer(mixer: str, config: MixerSizes, layer: int) -> Mixer:
     """The sequence mixer called ``mixer`` for one layer (FAVOR+ draws its features per layer)."""
     return mixer_class(mixer).from_config(config, layer)
 
@@ -147,7 +153,7 @@ class EluMixer(LinearMixer):
     """Linear attention with elu+1 features, m = d_head (Katharopoulos et al.)."""
 
     @classmethod
-    def from_config(cls, config: RecallConfig, layer: int) -> EluMixer:
+    def from_config(cls, config: MixerSizes, layer: int) -> EluMixer:
         d_head = config.d_model // config.num_heads
         return cls(config.d_model, config.num_heads, "elu+1", m=d_head)
 
@@ -157,7 +163,7 @@ class FavorMixer(LinearMixer):
     """Linear attention with FAVOR+ features, m = d_head, drawn afresh for each layer."""
 
     @classmethod
-    def from_config(cls, config: RecallConfig, layer: int) -> FavorMixer:
+    def from_config(cls, config: MixerSizes, layer: int) -> FavorMixer:
         d_head = config.d_model // config.num_heads
         features = FavorPlus(d_head, d_head, orthogonal=True, seed=config.seed + layer)
         return cls(config.d_model, config.num_heads, features, m=d_head, scale=d_head ** -0.25)
@@ -192,7 +198,7 @@ class BasedMixer(LinearMixer):
     small so that its state is about as large as elu+1's."""
 
     @classmethod
-    def from_config(cls, config: RecallConfig, layer: int) -> BasedMixer:
+    def from_config(cls, config: MixerSizes, layer: int) -> BasedMixer:
         t = config.taylor_dim
         # q, k scaled by t^-1/4 so that q·k enters the Taylor series as a softmax score q·k/√t
         return cls(config.d_model, config.num_heads, taylor_features, m=taylor_width(t),

@@ -25,8 +25,10 @@ import torch
 from tqdm import tqdm
 
 from ..machine import machine_summary
+from ..records import save_record
 from .config import RecallConfig
-from .training import check_sweep, torch_threads, train_one
+from .pool import run_all
+from .training import check_sweep, train_one
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class StudyConfig:
     curve_every: int = 25  # one loss point per this many steps (the window's mean)
 
 
-# Full: what one free CPU core trains in a few hours (resumable with --resume): P = 16 and 32,
+# Full: hours of training (recall_study_full.json records how many; resumable): P = 16 and 32,
 # where 1,500 steps take every model off the plateau (chapter 7's sweep at the lower rate:
 # linear 0.98 and 0.96), two rates, three seeds, and the sweep at P = 32, where a narrow
 # state binds. P = 64 is left out: there linear attention is still learning at 1,500 steps
@@ -55,13 +57,15 @@ class StudyConfig:
 FULL_STUDY = StudyConfig(base=RecallConfig(steps=1500),
                          models=("softmax", "linear", "deltanet", "gated_deltanet", "mamba2"),
                          pair_counts=(16, 32), learning_rates=(3e-3, 6e-3), sweep_pairs=32)
-# Quick: P = 8 only, 400 steps at chapter 7's quick rate, one rate, width 32 besides 64. About
-# 10 minutes of one free core (GLA's per-channel decay is a third of it). It measures which
-# models learn 8 pairs within 400 steps, i.e. how fast they leave the plateau, not capacity:
-# at P = 16, 200 steps leave every model at chance (softmax included).
+# Quick: what chapters 10 and 11 read from it, the six models' accuracy over three seeds at
+# P = 8 after 400 steps at chapter 7's quick rate, and nothing more. It measures which models
+# learn 8 pairs within 400 steps, i.e. how fast they leave the plateau, not capacity: at
+# P = 16, 200 steps leave every model at chance (softmax included). Its state-size sweep is
+# only the main part's width (no extra runs): the chapters read the sweep of the full study.
+# GLA, whose per-channel decay makes a step several times dearer, is about 40% of the time.
 QUICK_STUDY = StudyConfig(base=RecallConfig(steps=400), pair_counts=(8,), learning_rates=(6e-3,),
                           models=("softmax", "linear", "deltanet", "gated_deltanet", "mamba2", "gla"),
-                          sweep_pairs=8, sweep_widths=(32, 64), sweep_learning_rate=6e-3)
+                          sweep_pairs=8, sweep_widths=(64,), sweep_learning_rate=6e-3)
 
 
 def in_main_part(study: StudyConfig, model: str, width: int) -> bool:
@@ -97,27 +101,23 @@ def loss_curve(losses: list[float], every: int) -> list[float]:
     return [round(float(np.mean(losses[i:i + every])), 4) for i in range(0, len(losses), every)]
 
 
-def train_run(run: dict[str, Any], study: StudyConfig, on_step: Any) -> dict[str, Any]:
-    """Train and score one planned run; its row, with the loss curve."""
+def train_run(task: tuple[dict[str, Any], StudyConfig]) -> dict[str, Any]:
+    """Train and score one planned run of a study; its row, with the loss curve."""
+    run, study = task
     config = replace(study.base, seed=run["seed"], learning_rate=run["learning_rate"],
                      d_model=run["d_model"])
     losses: list[float] = []
-
-    def record_step(loss: float) -> None:
-        losses.append(loss)
-        on_step(loss)
-
-    row = train_one(run["model"], run["num_pairs"], config, record_step)
+    row = train_one(run["model"], run["num_pairs"], config, losses.append)
     return {**run, **row, "id": run_id(run),
             "loss_curve": loss_curve(losses, study.curve_every)}
 
 
 def study_record(study: StudyConfig, mode: str, runs: list[dict[str, Any]], planned: int,
-                 wall: float) -> dict[str, Any]:
+                 wall: float, workers: int) -> dict[str, Any]:
     """The JSON record: the rows so far, whether the plan finished, and the settings."""
     return {"complete": len(runs) == planned, "planned_runs": planned,
             "finished": [r["id"] for r in runs], "runs": runs,
-            "config": {**asdict(study), "mode": mode, "wall_seconds": round(wall, 1),
+            "config": {**asdict(study), "mode": mode, "wall_seconds": round(wall, 1), "workers": workers,
                        "torch": torch.__version__, "machine": machine_summary()}}
 
 
@@ -134,31 +134,34 @@ def finished_runs(study: StudyConfig, out: Path) -> tuple[list[dict[str, Any]], 
 
 
 def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True,
-              resume: bool = False) -> dict[str, Any]:
+              resume: bool = False, workers: int = 1) -> dict[str, Any]:
     """Train every planned run, rewriting ``out`` after each one; the final record.
 
     ``resume`` keeps the finished runs of an earlier, stopped study in ``out`` (same settings)
     and trains only the rest; each run is seeded on its own, so the result is the same.
+    ``workers`` processes train runs side by side (see :mod:`.pool`); the record is the
+    same for any number of them, its runs in the order of :func:`planned_runs`.
     """
     for models, pairs in ((study.models, study.pair_counts), (study.sweep_models, (study.sweep_pairs,))):
         check_sweep(replace(study.base, models=models, pair_counts=pairs))
     runs, earlier_wall = finished_runs(study, out) if resume else ([], 0.0)
     done = {r["id"] for r in runs}
     plan = list(planned_runs(study))
-    todo = [run for run in plan if run_id(run) not in done]
+    todo = [(run, study) for run in plan if run_id(run) not in done]
     bar = tqdm(total=len(todo) * study.base.steps, unit="step", file=sys.stderr,
                disable=None if progress else True)
     start = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = study_record(study, mode, runs, len(plan), earlier_wall)
-    with bar, torch_threads(study.base.threads):
-        for run in todo:
-            bar.set_description(run_id(run))
-            runs.append(train_run(run, study, lambda loss: bar.update()))
-            record = study_record(study, mode, runs, len(plan), earlier_wall + time.perf_counter() - start)
+    record = study_record(study, mode, runs, len(plan), earlier_wall, workers)
+    with bar:
+        for row in run_all(train_run, todo, workers, study.base.threads):
+            bar.set_description(row["id"])
+            bar.update(study.base.steps)
+            runs.append(row)
+            record = study_record(study, mode, runs, len(plan), earlier_wall + time.perf_counter() - start,
+                                  workers)
             partial = out.with_suffix(".partial")  # write then rename: never a half-written file
-            partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-            partial.replace(out)
+            save_record(record, partial).replace(out)
     return record
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +14,7 @@ from tqdm import tqdm
 from .config import RecallConfig
 from .mixers import MIXERS
 from .model import RecallModel
+from .pool import run_all
 from .task import IGNORED, make_batch
 
 
@@ -97,38 +97,29 @@ def check_sweep(config: RecallConfig) -> None:
                          f"got {list(config.pair_counts)}")
 
 
-@contextmanager
-def torch_threads(count: int) -> Iterator[None]:
-    """Run the block on ``count`` torch CPU threads: results are bit-reproducible for a given
-    count, and the caller's setting comes back afterwards."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+def train_pair(run: tuple[str, int, RecallConfig]) -> dict[str, Any]:
+    """:func:`train_one` on one (model, P, config) of a sweep, as a worker process calls it."""
+    return train_one(*run)
 
 
-def advance(bar: tqdm, loss: float) -> None:
-    """One training step done: move the bar and show its loss (drawn at tqdm's own pace)."""
-    bar.set_postfix(loss=f"{loss:5.3f}", refresh=False)
-    bar.update()
-
-
-def sweep(config: RecallConfig, progress: bool = True) -> list[dict[str, Any]]:
+def sweep(config: RecallConfig, progress: bool = True, workers: int = 1) -> list[dict[str, Any]]:
     """Train and evaluate every model at every pair count; one result dict per pair.
 
-    ``progress`` shows a bar on stderr when stderr is a terminal (never in a pipe or log).
+    ``workers`` processes train the runs side by side (see :mod:`.pool`), each on
+    ``config.threads`` torch threads; the results are the same for any number of workers
+    and come in the same order. ``progress`` shows a bar on stderr, moved as each run
+    finishes, when stderr is a terminal (never in a pipe or log).
     """
     check_sweep(config)
-    total = len(config.models) * len(config.pair_counts) * config.steps
+    runs = [(model_name, num_pairs, config)
+            for num_pairs in config.pair_counts for model_name in config.models]
     # disable=None: tqdm switches itself off when stderr is not a TTY
-    bar = tqdm(total=total, unit="step", file=sys.stderr, disable=None if progress else True)
+    bar = tqdm(total=len(runs) * config.steps, unit="step", file=sys.stderr,
+               disable=None if progress else True)
     results = []
-    with bar, torch_threads(config.threads):
-        for num_pairs in config.pair_counts:
-            for model_name in config.models:
-                bar.set_description(f"{model_name} P={num_pairs}")
-                results.append(train_one(model_name, num_pairs, config,
-                                         lambda loss: advance(bar, loss)))
+    with bar:
+        for row in run_all(train_pair, runs, workers, config.threads):
+            bar.set_description(f"{row['model']} P={row['num_pairs']}")
+            bar.update(config.steps)
+            results.append(row)
     return results
