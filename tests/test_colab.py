@@ -75,6 +75,7 @@ def test_there_is_a_colab_edition_of_every_chapter():
     assert [p.stem for p in NOTEBOOKS] == [src.stem for src in colab_notebooks.sources()]
 
 
+@pytest.mark.slow  # a whole build, or every frame: the slow lane
 def test_colab_notebooks_match_their_sources():
     """Without a build: each notebook is what its source renders to with the labels and glued
     values the notebook recorded (metadata lattn_edu.resolved and .glue)."""
@@ -151,6 +152,7 @@ def test_answers_are_only_in_folded_cells(path):
         assert "Solution to exercise" in folded
 
 
+@pytest.mark.slow  # a whole build, or every frame: the slow lane
 def test_the_student_build_has_no_solutions():
     """hide_solutions: true writes notebooks without a trace of the solutions."""
     config = colab_notebooks.read_config()

@@ -84,6 +84,7 @@ def test_widget_controls_draw_again(name, monkeypatch):
     assert image.value[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # a whole build, or every frame: the slow lane
 @pytest.mark.parametrize("name", NAMES)
 def test_static_html_is_self_contained_and_has_a_frame_per_grid_point(name):
     explorer = explorers.CATALOG[name]()
@@ -103,6 +104,7 @@ def test_static_html_is_self_contained_and_has_a_frame_per_grid_point(name):
     assert len(page) < 3 * 2**20, f"static page is {len(page) / 2**20:.1f} MB"
 
 
+@pytest.mark.slow  # a whole build, or every frame: the slow lane
 @pytest.mark.parametrize("name", NAMES)
 def test_display_offers_the_live_widget_and_the_static_page(name):
     bundle = explorers.CATALOG[name]()._repr_mimebundle_()

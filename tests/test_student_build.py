@@ -88,6 +88,7 @@ def _colab_edition(tmp_path: Path, hide_solutions: bool) -> Path:
     return edition
 
 
+@pytest.mark.slow  # a whole build, or every frame: the slow lane
 @pytest.mark.parametrize("hide_solutions", [True, False], ids=["student", "instructor"])
 def test_the_build_accepts_only_student_colab_editions_in_a_student_build(tmp_path, hide_solutions,
                                                                           monkeypatch):
@@ -146,6 +147,7 @@ def _student_project(root: Path) -> None:
     nbformat.write(edition, colab / "01-double.ipynb")
 
 
+@pytest.mark.slow  # a whole build, or every frame: the slow lane
 def test_the_student_site_holds_no_solution_anywhere(tmp_path):
     _student_project(tmp_path)
     build = subprocess.run([shutil.which("jupyter-book") or "jupyter-book", "build", str(tmp_path),
