@@ -109,3 +109,20 @@ def test_the_cycle_finder_finds_a_cycle_and_only_cycles():
 def test_the_package_has_no_import_cycle():
     found = cycles(import_graph())
     assert not found, f"import cycles in the package: {found}"
+
+
+UPPER_LAYERS = ("explorers", "exercises", "bench", "recall", "book")  # teaching, measuring, book glue
+
+
+def test_the_numerics_never_import_the_teaching_measuring_or_book_layers():
+    """The core and backends stand alone; explorers, exercises, labs and chapters build on them,
+    and book.py's helpers are for chapters only."""
+    graph = import_graph()
+    upper = tuple(f"{PACKAGE}.{layer}" for layer in UPPER_LAYERS)
+    below = {name: targets for name, targets in graph.items()
+             if not name.startswith(upper) and name not in (PACKAGE, f"{PACKAGE}.cli")}
+    upward = {(name, target) for name, targets in below.items() for target in targets
+              if target.startswith(upper)}
+    assert not upward, f"numerics importing an upper layer: {sorted(upward)}"
+    into_book = {name for name, targets in graph.items() if f"{PACKAGE}.book" in targets}
+    assert not into_book, f"book.py is for chapters only; imported by {sorted(into_book)}"
