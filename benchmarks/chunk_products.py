@@ -11,7 +11,8 @@ float32, 8 sequences, d = d_v), interleaved round by round:
 - "products only": a Numba loop over the same sequences and chunks that makes exactly
   the kernel's four BLAS calls, through the same wrappers and on one BLAS thread per
   Numba thread, and nothing else (no features, no denominators, no normalisation);
-- "kernel": the package's fused chunkwise elu+1 kernel called directly (it checks its
+- "kernel": the numba chunkwise gated kernel on raw q, k, v, computing elu+1 and the division
+  itself, called directly (it checks its
   inputs and output for NaN and inf inside its own passes);
 - "la.linear_attention": the same through the public function, which adds the argument
   checks (types, shapes) and the dispatch;

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-from lattn_edu.compare import relative_error as la_relative_error
+from lattn_edu.compare import relative_error
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -41,12 +41,12 @@ def to_numpy(x):
     return np.asarray(x)
 
 
-def relative_error(actual, expected) -> tuple[float, float]:
+def absolute_and_relative_errors(actual, expected) -> tuple[float, float]:
     """(max abs error, RMS relative error ||a - e|| / ||e||), computed in float64."""
     a = to_numpy(actual).astype(np.float64)
     e = to_numpy(expected).astype(np.float64)
     abs_err = float(np.max(np.abs(a - e))) if a.size else 0.0
-    rel_err = la_relative_error(a, e) if np.any(e) else abs_err  # all zeros: the absolute error
+    rel_err = relative_error(a, e) if np.any(e) else abs_err  # all zeros: the absolute error
     return abs_err, rel_err
 
 
@@ -77,7 +77,7 @@ def assert_close(actual, expected, rtol: float | None = None, what: str = "") ->
     assert np.isfinite(a).all(), f"{what}: result has NaN or inf"
     if rtol is None:
         rtol = RTOL[np.dtype(a.dtype)] if np.dtype(a.dtype) in RTOL else 1e-10
-    abs_err, rel_err = relative_error(a, e)
+    abs_err, rel_err = absolute_and_relative_errors(a, e)
     assert rel_err <= rtol, f"{what}: relative error {rel_err:.3e} > {rtol:.0e} (max abs error {abs_err:.3e})"
 
 
