@@ -6,20 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._checks import is_torch_tensor
-from ..delta import chunkwise_delta_rule, recurrent_delta_rule
-from ..gated import (chunkwise_gated_linear_attention, parallel_gated_linear_attention,
-                     recurrent_gated_linear_attention)
-
-GATED_FORMS = {
-    "recurrent": recurrent_gated_linear_attention,
-    "parallel": parallel_gated_linear_attention,
-    "chunkwise": chunkwise_gated_linear_attention,
-}
-
-DELTA_FORMS = {
-    "recurrent": recurrent_delta_rule,
-    "chunkwise": chunkwise_delta_rule,
-}
+from .reference import DELTA_FORMS, GATED_FORMS  # noqa: F401  (the backend's forms)
 
 
 def to_backend(*arrays: Any) -> tuple[Any, ...]:

@@ -1,0 +1,20 @@
+"""The reference forms of the gated family, one table for every array library: :mod:`lattn_edu.gated`
+and :mod:`lattn_edu.delta` are written once against the array API, so the numpy and the torch
+backend run these very functions (each backend adds only its ``to_backend``)."""
+
+from __future__ import annotations
+
+from ..delta import chunkwise_delta_rule, recurrent_delta_rule
+from ..gated import (chunkwise_gated_linear_attention, parallel_gated_linear_attention,
+                     recurrent_gated_linear_attention)
+
+GATED_FORMS = {
+    "recurrent": recurrent_gated_linear_attention,
+    "parallel": parallel_gated_linear_attention,
+    "chunkwise": chunkwise_gated_linear_attention,
+}
+
+DELTA_FORMS = {
+    "recurrent": recurrent_delta_rule,
+    "chunkwise": chunkwise_delta_rule,
+}
