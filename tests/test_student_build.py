@@ -128,7 +128,7 @@ def _student_project(root: Path) -> None:
                                    "  - file: book/myst/01-double\n", encoding="utf-8")
     (root / "index.md").write_text("# The book\n\nAn introduction.\n", encoding="utf-8")
     # tools/make_pdfs.py: where chromium exists the build prints its pages to PDF, as the book's does
-    for shared in ("book/_ext", "book/site_css", "book/references.bib", "tools"):
+    for shared in ("book/_ext", "book/_templates", "book/site_css", "book/references.bib", "tools"):
         (root / shared).parent.mkdir(parents=True, exist_ok=True)
         (root / shared).symlink_to(ROOT / shared)
     chapters = root / "book" / "myst"
