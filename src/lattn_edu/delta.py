@@ -28,7 +28,8 @@ from array_api_compat import device
 
 from ._checks import (array_namespace, check_beta, check_bool, check_choice, check_finite, check_initial_state,
                       check_log_decay, check_positive_int, check_qkv, check_scale)
-from .gated import decay_mask, per_key_log_decay, read_state, run_recurrence, start_state
+from .gated import decay_mask, per_key_log_decay, read_state, start_state
+from .recurrence import run_recurrence
 
 DELTA_FORMS = ("recurrent", "chunkwise")
 
@@ -140,5 +141,5 @@ def delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = None, *, scal
     beta = check_beta(beta, q)
     log_decay = check_log_decay(log_decay, q, vector=False)
     initial_state = check_initial_state(initial_state, q, v)
-    return run_recurrence("delta", q, k, v, (beta, log_decay), check_scale(scale, q.shape[-1]), form,
-                          backend, chunk_size, initial_state, return_state)
+    return run_recurrence("delta", (q, k, v, beta, log_decay), check_scale(scale, q.shape[-1]), form, backend,
+                          chunk_size, initial_state, return_state)

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (array_namespace, check_bool, check_choice, check_finite, check_initial_state,
-                      check_log_decay, check_positive_int, check_qkv, check_scale)
+from ._checks import (array_namespace, check_bool, check_choice, check_initial_state, check_log_decay,
+                      check_positive_int, check_qkv, check_scale)
+from .recurrence import run_recurrence
 
 GATED_FORMS = ("recurrent", "parallel", "chunkwise")
 
@@ -165,31 +166,6 @@ def chunkwise_gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, sca
     return xp.concat(outputs, axis=-2), state
 
 
-def run_recurrence(family: str, q: Any, k: Any, v: Any, gates: tuple, scale: Any, form: str,
-                   backend: str, chunk_size: int, initial_state: Any, return_state: bool) -> Any:
-    """Shared by :func:`gated_linear_attention` and :func:`~lattn_edu.delta_rule`: convert to the
-    backend, run its form of ``family`` ('gated' or 'delta'), check the output, convert back."""
-    from .backends import get_backend
-
-    kernels = get_backend(backend)
-    forms = kernels.GATED_FORMS if family == "gated" else kernels.DELTA_FORMS
-    *arrays, restore = kernels.to_backend(q, k, v, *gates, initial_state)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported just below
-        out, state = forms[form](*arrays[:-1], scale, arrays[-1], chunk_size)
-    check_finite_result(out, state)
-    return (restore(out), restore(state)) if return_state else restore(out)
-
-
-def check_finite_result(out: Any, state: Any) -> None:
-    """No silent NaN: with finite inputs and decays <= 0 only an overflow can make one."""
-    try:
-        check_finite(out, "out")
-        check_finite(state, "final_state")
-    except ValueError:
-        raise ValueError("the recurrence overflowed (the output or the state holds inf or NaN): "
-                         "q, k or v are too large for their dtype; rescale them or use float64") from None
-
-
 def gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any = None, *, scale: float | None = None,
                            form: str = "chunkwise", backend: str = "numpy", chunk_size: int = 64,
                            initial_state: Any = None, return_state: bool = False) -> Any:
@@ -228,5 +204,5 @@ def gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any = None, *, sca
     q, k, v = check_qkv(q, k, v, causal=True)
     log_decay = check_log_decay(log_decay, q)
     initial_state = check_initial_state(initial_state, q, v)
-    return run_recurrence("gated", q, k, v, (log_decay,), check_scale(scale, q.shape[-1]), form,
-                          backend, chunk_size, initial_state, return_state)
+    return run_recurrence("gated", (q, k, v, log_decay), check_scale(scale, q.shape[-1]), form, backend,
+                          chunk_size, initial_state, return_state)

@@ -33,7 +33,7 @@ import numpy as np
 from ._checks import (array_namespace, check_bool, check_choice, check_finite, check_nonnegative_float,
                       check_positive_int, check_qkv, check_state_part, nonfinite_output_error)
 from .feature_maps import checked_features, has_log_features, stabilised
-from .gated import check_finite_result, run_recurrence
+from .recurrence import check_finite_result, run_recurrence
 
 FORMS = ("quadratic", "parallel", "recurrent", "chunkwise")
 # The recurrence's form for each form of linear attention: it has no prefix-sum form, so
@@ -184,8 +184,8 @@ def linear_attention(q: Any, k: Any, v: Any, feature_map: Any = "elu+1", causal:
     phi_q, phi_k, log_decay, start, log_scale = _features_and_start(feature_map, q, k, v, causal,
                                                                      initial_state)
     if causal:  # the recurrence's forms are all causal
-        both, state = run_recurrence("gated", phi_q, phi_k, values, (log_decay,), 1.0,
-                                     _RECURRENCE_FORMS[form], backend, chunk_size, start, return_state=True)
+        both, state = run_recurrence("gated", (phi_q, phi_k, values, log_decay), 1.0, _RECURRENCE_FORMS[form],
+                                     backend, chunk_size, start, return_state=True)
     else:
         both, state = _two_products(phi_q, phi_k, values, start, form, kernels)
     with np.errstate(divide="ignore", invalid="ignore"):  # a 0/0 is reported just below

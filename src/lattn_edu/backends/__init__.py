@@ -6,6 +6,10 @@ Every backend module exposes
   'chunkwise'): the forms of :func:`lattn_edu.gated_linear_attention` and
   :func:`lattn_edu.delta_rule`, taking checked ``(q, k, v[, beta], log_decay, scale,
   initial_state, chunk_size)`` and returning ``(o, final_state)`` (see :mod:`lattn_edu.gated`);
+- ``FAMILIES``: every family it runs, by name ('gated', 'delta', and Part III's models),
+  each a table of its forms, which :func:`lattn_edu.recurrence.run_recurrence` looks up. The
+  reference backends (numpy, torch: :mod:`.reference`) have every form of every family; a
+  fast backend lists the ones it has kernels for, and asking it for another is refused;
 - ``to_backend(*arrays) -> (*arrays, restore)``: the inputs in the backend's array type
   (None passes through), and the function that turns an output back into the caller's type.
 

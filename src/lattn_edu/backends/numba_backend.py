@@ -22,6 +22,13 @@ from .numba_blas import FEATURE_CODES, one_blas_thread  # noqa: F401  (one_blas_
 from .numba_delta import DELTA_FORMS  # noqa: F401  (re-exported: the backend's delta-rule forms)
 from .numba_gated import GATED_FORMS, chunkwise_gated_linear_attention  # noqa: F401  (GATED_FORMS: re-exported)
 
+# The families with kernels here, as :func:`lattn_edu.recurrence.run_recurrence` looks them up;
+# the other models run on the reference backends ('numpy', 'torch').
+FAMILIES = {
+    "gated": GATED_FORMS,
+    "delta": DELTA_FORMS,
+}
+
 # The feature maps the chunkwise gated form applies itself, chunk by chunk, from raw q and k.
 KERNEL_FEATURE_MAPS = tuple(FEATURE_CODES)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._checks import is_torch_tensor
-from .reference import DELTA_FORMS, GATED_FORMS  # noqa: F401  (the backend's forms)
+from .reference import DELTA_FORMS, FAMILIES, GATED_FORMS  # noqa: F401  (the backend's forms)
 
 
 def to_backend(*arrays: Any) -> tuple[Any, ...]:

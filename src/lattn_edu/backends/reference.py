@@ -18,3 +18,9 @@ DELTA_FORMS = {
     "recurrent": recurrent_delta_rule,
     "chunkwise": chunkwise_delta_rule,
 }
+
+# Every model's forms by family name, as :func:`lattn_edu.recurrence.run_recurrence` looks them up.
+FAMILIES = {
+    "gated": GATED_FORMS,
+    "delta": DELTA_FORMS,
+}

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .._checks import is_torch_tensor
-from .reference import DELTA_FORMS, GATED_FORMS  # noqa: F401  (the backend's forms)
+from .reference import DELTA_FORMS, FAMILIES, GATED_FORMS  # noqa: F401  (the backend's forms)
 
 
 def to_backend(*arrays: Any) -> tuple[Any, ...]:
