@@ -4,19 +4,16 @@ Every model of Parts II and III keeps a state S [d_k, d_v] (a matrix memory from
 values), changes it by a transition A_t [d_k, d_k] applied from the left and a write B_t
 [d_k, d_v], and reads o_t = scale · S_tᵀ q_t. A model is its choice of A_t and B_t:
 
-======================  ==========================================  ====================  =====================================
-model                   transition A_t                              write B_t             computed by
-======================  ==========================================  ====================  =====================================
-linear attention        I                                           k_t v_tᵀ              ``gated_linear_attention(log_decay=None)``
-RetNet                  γ I                                         k_t v_tᵀ              ``retention``
-Mamba-2, simple GLA     α_t I                                       k_t v_tᵀ              ``gated_linear_attention``, g [..., N]
-GLA                     diag(α_t)                                   k_t v_tᵀ              ``gated_linear_attention``, g [..., N, d_k]
-DeltaNet                I − β_t k_t k_tᵀ                            β_t k_t v_tᵀ          ``delta_rule``
-Gated DeltaNet          (I − β_t k_t k_tᵀ) α_t                      β_t k_t v_tᵀ          ``delta_rule``, g [..., N]
-Kimi Delta Attention    (I − β_t k_t k_tᵀ) diag(α_t)                β_t k_t v_tᵀ          ``delta_rule``, g [..., N, d_k]
-(Gated) DeltaProduct    Π_j (I − β_tj k_tj k_tjᵀ) · α_t             Σ_j of rank n_h       ``delta_product``
-RWKV-7 (DPLR)           diag(α_t) + a_t b_tᵀ                        k_t v_tᵀ              ``generalized_delta_rule``
-======================  ==========================================  ====================  =====================================
+    model                 A_t                            B_t           function (log decay g)
+    linear attention      I                              k_t v_tᵀ      gated_linear_attention, g None
+    RetNet                γ I                            k_t v_tᵀ      retention
+    Mamba-2, simple GLA   α_t I                          k_t v_tᵀ      gated_linear_attention, g [..., N]
+    GLA                   diag(α_t)                      k_t v_tᵀ      gated_linear_attention, g [..., N, d_k]
+    DeltaNet              I − β_t k_t k_tᵀ               β_t k_t v_tᵀ  delta_rule, g None
+    Gated DeltaNet        (I − β_t k_t k_tᵀ) α_t         β_t k_t v_tᵀ  delta_rule, g [..., N]
+    Kimi Delta Attention  (I − β_t k_t k_tᵀ) diag(α_t)   β_t k_t v_tᵀ  delta_rule, g [..., N, d_k]
+    (Gated) DeltaProduct  Π_j (I − β_tj k_tj k_tjᵀ) α_t  rank n_h      delta_product
+    RWKV-7 (DPLR)         diag(α_t) + a_t b_tᵀ           k_t v_tᵀ      generalized_delta_rule
 
 α_t = exp(g_t) with a log decay g_t <= 0. The test-time regression models read differently
 but keep such states too: MesaNet's least squares keeps two gated sums (H_t of k kᵀ, G_t of
