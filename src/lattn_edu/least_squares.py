@@ -14,15 +14,22 @@ o_t = W_tᵀ q_t with the W_t that minimises the weighted, decayed, regularised 
     Σ_{s<=t} β_s Π_{l=s+1..t} exp(g_l) ‖W_tᵀ k_s − v_s‖² + Σ_r λ_r ‖row r of W_t‖²,
 
 so W_t = (H_t + Λ)⁻¹ G_t is the exact optimum at every step, where DeltaNet takes one gradient
-step towards it. β_t is the paper's input gate (a sigmoid, in [0, 1]; β = 0 skips a token)
-and exp(g_t) its forget gate. Every β_t >= 0 keeps H_t positive semi-definite, so with
-λ > 0 the system is symmetric positive definite and has one solution.
+step on the newest pair's error. β_t is the paper's input gate (a sigmoid, in [0, 1]; β = 0
+skips a token) and exp(g_t) its forget gate. Every β_t >= 0 keeps H_t positive semi-definite,
+so with λ > 0 the system is symmetric positive definite and has one solution. In float32, H_t
+is only known to about 6e-8 · ‖H_t‖: a ridge below that reads a different system (the solve
+stays finite and backward stable, but o can be far from float64's).
 
 Two solvers: ``"exact"`` (a batched LU solve, ``xp.linalg.solve``, differentiable on torch)
-and ``"cg"``, a fixed number of conjugate-gradient steps from x = 0, as MesaNet's chunked
-solver does. The forms take checked arrays — q, k [..., N, d_k], v [..., N, d_v], beta [..., N],
-log_decay None or [..., N], ridge [..., d_k], a float scale, the state pair (H, G) or None —
-and return ``(o, (H_N, G_N))``, written once against the array API like :mod:`lattn_edu.gated`.
+and ``"cg"``, a fixed number of conjugate-gradient steps from x = 0, as fla's chunked MesaNet
+solver starts (its one-step decoding starts from the Jacobi guess q / (diag(H) + λ) instead).
+After j steps the error in the (H + Λ)-norm is at most 2((√κ − 1)/(√κ + 1))^j of the start's;
+measured on o (d_k = 16, N = 200, unit keys, λ = 0.25, g in [−1, 0], κ <= 5): relative error
+1.1, 0.25, 8e-3, 9e-7, 6e-16 after 1, 2, 4, 8, 16 steps in float64 (float32: 3e-7 from 16 on).
+
+The forms take checked arrays — q, k [..., N, d_k], v [..., N, d_v], beta [..., N], log_decay
+None or [..., N], ridge [..., d_k], a float scale, the state pair (H, G) or None — and return
+``(o, (H_N, G_N))``, written once against the array API like :mod:`lattn_edu.gated`.
 """
 
 from __future__ import annotations
@@ -157,7 +164,9 @@ def check_ridge(ridge: Any, q: Any) -> Any:
         raise ValueError(f"ridge of shape {list(ridge.shape)} does not broadcast to {list(target)} "
                          f"([..., d_k]: one λ per head and key channel)")
     xp = array_namespace(q)
-    return xp.broadcast_to(xp.asarray(ridge, dtype=q.dtype, device=device(q)), target)
+    if not is_torch_tensor(ridge):  # a float or numpy λ becomes q's kind (a tensor on q's device)
+        ridge = xp.asarray(ridge, dtype=q.dtype, device=device(q))
+    return xp.broadcast_to(ridge, target)
 
 
 def check_state_pair(initial_state: Any, q: Any, v: Any) -> Any:
@@ -170,10 +179,15 @@ def check_state_pair(initial_state: Any, q: Any, v: Any) -> Any:
     lead, d_k, d_v = tuple(q.shape[:-2]), q.shape[-1], v.shape[-1]
     h = check_state_part(initial_state[0], "initial_state[0] (H)", q, lead + (d_k, d_k), "[..., d_k, d_k]")
     s = check_state_part(initial_state[1], "initial_state[1] (G)", q, lead + (d_k, d_v), "[..., d_k, d_v]")
-    asymmetry = extreme(abs(h - array_namespace(h).matrix_transpose(h)), "max")
-    if asymmetry > np.finfo(dtype_name(h)).eps ** 0.5 * max(extreme(abs(h), "max"), 1.0):
+    xp, tolerance = array_namespace(h), np.finfo(dtype_name(h)).eps ** 0.5 * max(extreme(abs(h), "max"), 1.0)
+    asymmetry = extreme(abs(h - xp.matrix_transpose(h)), "max")
+    if asymmetry > tolerance:
         raise ValueError(f"initial_state[0] (H) must be symmetric (a gated sum of k kᵀ); got entries that "
                          f"differ from their transpose by {asymmetry}")
+    lowest = extreme(xp.linalg.eigvalsh(h.detach() if is_torch_tensor(h) else h), "min")
+    if lowest < -tolerance:  # then H + Λ can be singular: the solve would have no answer
+        raise ValueError(f"initial_state[0] (H) must be positive semi-definite (a sum of β k kᵀ with β >= 0); "
+                         f"got an eigenvalue of {lowest}")
     return h, s
 
 
