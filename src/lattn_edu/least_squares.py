@@ -215,7 +215,7 @@ def least_squares_attention(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = 
     ridge : float or array broadcasting to [..., d_k]
         λ > 0, the regulariser diag(λ): one per head and key channel, as fla's ``lamb`` [H, d_k].
     scale : float, optional
-        Scale of the query; None means d_k**-0.5 (MesaNet and fla use 1 with unit-norm q).
+        Scale of the query; None means d_k**-0.5 (fla's MesaNet has no scale: pass 1 to match it).
     form : 'recurrent' | 'chunkwise'
         One step and one solve at a time, or every H_t of a chunk and one batched solve.
     backend : 'numpy' | 'torch'
