@@ -13,6 +13,7 @@ from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_k
 from .gated import decay_mask, gated_linear_attention, segment_sums
 from .delta_gradients import delta_rule_vjp
 from .gradients import gated_linear_attention_vjp
+from .least_squares import least_squares_attention
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
                      quadratic_linear_attention, recurrent_linear_attention)
 from .retention import decay_matrix, retention
@@ -45,6 +46,7 @@ __all__ = [
     "gated_linear_attention",
     "gated_linear_attention_vjp",
     "identity_feature_map",
+    "least_squares_attention",
     "linear_attention",
     "numerical_rank",
     "parallel_linear_attention",

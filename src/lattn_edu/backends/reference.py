@@ -24,3 +24,11 @@ FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
 }
+
+from ..least_squares import chunkwise_least_squares, recurrent_least_squares  # noqa: E402
+
+# MesaNet's least-squares read (chapter 14): two gated sums and a solve per step.
+FAMILIES["least_squares"] = {
+    "recurrent": recurrent_least_squares,
+    "chunkwise": chunkwise_least_squares,
+}
