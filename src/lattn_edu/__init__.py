@@ -15,6 +15,7 @@ from .delta_gradients import delta_rule_vjp
 from .gradients import gated_linear_attention_vjp
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
                      quadratic_linear_attention, recurrent_linear_attention)
+from .log_linear import fenwick_levels, hierarchical_mask, log_linear_attention
 from .retention import decay_matrix, retention
 from .scan import associative_scan, scan_costs
 from .softmax import softmax_attention, softmax_attention_weights
@@ -42,10 +43,13 @@ __all__ = [
     "effective_attention_matrix",
     "elu_plus_one",
     "exp_kernel",
+    "fenwick_levels",
     "gated_linear_attention",
     "gated_linear_attention_vjp",
+    "hierarchical_mask",
     "identity_feature_map",
     "linear_attention",
+    "log_linear_attention",
     "numerical_rank",
     "parallel_linear_attention",
     "peak_weight",

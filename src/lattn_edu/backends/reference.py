@@ -24,3 +24,12 @@ FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
 }
+
+from ..log_linear import (chunkwise_log_linear_attention, parallel_log_linear_attention,  # noqa: E402
+                          recurrent_log_linear_attention)
+
+FAMILIES["log_linear"] = {
+    "recurrent": recurrent_log_linear_attention,
+    "parallel": parallel_log_linear_attention,
+    "chunkwise": chunkwise_log_linear_attention,
+}
