@@ -12,7 +12,7 @@ level ℓ >= 1 holds the 2^(ℓ−1) tokens before t's ℓ−1 low bits (non-emp
 is set), so the recent past is held at fine resolution and the distant past in coarse blocks.
 Each bucket keeps its own gated state, and a query mixes them with per-step level weights λ:
 
-    S_t^(ℓ) = Σ_{s: level(t,s)=ℓ} exp(Σ_{s<l<=t} g_l) k_s v_sᵀ,    o_t = scale · Σ_ℓ λ_t^(ℓ) S_t^(ℓ)ᵀ q_t.
+    S_t^(ℓ) = Σ_{s: level(t,s)=ℓ} exp(Σ_{s<l<=t} g_l) k_s v_sᵀ,     o_t = scale · Σ_ℓ λ_t^(ℓ) S_t^(ℓ)ᵀ q_t.
 
 Each bucket obeys the transition A_t = α_t I and write B_t = k_t v_tᵀ of Mamba-2 (only level 0
 is written), and as t advances the buckets merge as a binary counter carries: the levels up to
@@ -74,7 +74,7 @@ def hierarchical_mask(log_decay: Any, level_weights: Any, position: int = 0) -> 
     """
     xp = array_namespace(log_decay)
     levels = xp.asarray(fenwick_levels(log_decay.shape[-1], position), device=device(log_decay))  # [N, N]
-    weights = sum(xp.where(levels == level, level_weights[..., :, level, None], 0.0)  # λ_t^(ℓ) where level(t, s) = ℓ
+    weights = sum(xp.where(levels == level, level_weights[..., :, level, None], 0.0)  # λ_t^(ℓ) at level ℓ
                   for level in range(level_weights.shape[-1]))  # [..., N, N]
     return weights * decay_mask(log_decay)
 
@@ -96,7 +96,8 @@ def recurrent_log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level
     xp = array_namespace(q)
     n_levels = level_weights.shape[-1]
     empty = start_state(None, k, v)  # [..., d_k, d_v]
-    bank = [empty] * n_levels if initial_state is None else [initial_state[..., ell, :, :] for ell in range(n_levels)]
+    bank = start_bank(initial_state, k, v, n_levels)  # S^(0..L−1)  [..., L, d_k, d_v]
+    bank = [bank[..., ell, :, :] for ell in range(n_levels)]
     outputs = []  # o_t  [..., d_v] each
     for i in range(q.shape[-2]):
         t = position + i
@@ -130,13 +131,13 @@ def log_linear_block(q: Any, k: Any, v: Any, log_decay: Any, level_weights: Any,
     inner = ((q @ xp.matrix_transpose(k)) * hierarchical_mask(log_decay, level_weights, position)) @ v
     decay_in = xp.cumulative_sum(log_decay, axis=-1)  # b_t  [..., n]
     decay_out = _tail_sums(log_decay[..., None])[..., 0]  # b_e − b_s, summed directly  [..., n]
-    end = levels_of(fenwick_levels(n, position)[-1] == np.arange(n_levels)[:, None])  # [L, n]: level(e, s) = ℓ
+    end = levels_of(fenwick_levels(n, position)[-1] == np.arange(n_levels)[:, None])  # [L, n]: ℓ = level(e, s)
     keys = xp.matrix_transpose(end[:, :, None] * (k * xp.exp(decay_out)[..., None])[..., None, :, :])
-    new_bank = keys @ v[..., None, :, :]  # Σ_{s: level(e,s)=ℓ} exp(b_e − b_s) k_s v_sᵀ  [..., L, d_k, d_v]
+    new_bank = keys @ v[..., None, :, :]  # Σ_{level(e,s)=ℓ} exp(b_e − b_s) k_s v_sᵀ  [..., L, d_k, d_v]
     if position == 0:  # nothing before the block: the bank is empty
         return scale * inner, new_bank
     seen = merge_matrices(positions, position - 1, n_levels)  # [n, L, L]
-    weights = (xp.matrix_transpose(levels_of(seen)) @ level_weights[..., None])[..., 0]  # λ_t^(max(ℓ, m_t))  [..., n, L]
+    weights = (xp.matrix_transpose(levels_of(seen)) @ level_weights[..., None])[..., 0]  # λ_t^(max(ℓ, m_t))
     reads = q[..., None, :, :] @ bank  # q_tᵀ S^(ℓ)  [..., L, n, d_v]
     before = xp.sum(xp.matrix_transpose(weights)[..., None] * reads, axis=-3)  # [..., n, d_v]
     out = scale * (inner + xp.exp(decay_in)[..., None] * before)
@@ -162,8 +163,9 @@ def chunkwise_log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level
     outputs = []  # one [..., C, d_v] per chunk
     for start in range(0, q.shape[-2], chunk_size):
         chunk = slice(start, start + chunk_size)
-        out, bank = log_linear_block(q[..., chunk, :], k[..., chunk, :], v[..., chunk, :], log_decay[..., chunk],
-                                     level_weights[..., chunk, :], scale, bank, position + start)
+        out, bank = log_linear_block(q[..., chunk, :], k[..., chunk, :], v[..., chunk, :],
+                                     log_decay[..., chunk], level_weights[..., chunk, :], scale, bank,
+                                     position + start)
         outputs.append(out)
     return xp.concat(outputs, axis=-2), bank
 
@@ -209,7 +211,9 @@ def check_level_weights(level_weights: Any, q: Any, position: int) -> Any:
     if not broadcastable:
         raise ValueError(f"level_weights of shape {list(level_weights.shape)} does not broadcast to "
                          f"{list(target)} (q has shape {list(q.shape)})")
-    return level_weights.expand(target) if is_torch_tensor(level_weights) else np.broadcast_to(level_weights, target)
+    if is_torch_tensor(level_weights):
+        return level_weights.expand(target)
+    return np.broadcast_to(level_weights, target)
 
 
 def log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level_weights: Any, *,
@@ -217,7 +221,7 @@ def log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level_weights: 
                          chunk_size: int = 64, initial_state: Any = None, return_state: bool = False) -> Any:
     """Log-linear attention (Log-Linear Mamba-2): a gated state per Fenwick level, mixed by λ.
 
-    o_t = scale · Σ_ℓ λ_t^(ℓ) S_t^(ℓ)ᵀ q_t, S_t^(ℓ) = Σ_{s: level(t,s)=ℓ} exp(Σ_{s<l<=t} g_l) k_s v_sᵀ,
+    o_t = scale · Σ_ℓ λ_t^(ℓ) S_t^(ℓ)ᵀ q_t,  S_t^(ℓ) = Σ_{s: level(t,s)=ℓ} exp(Σ_{s<l<=t} g_l) k_s v_sᵀ,
     level(t, s) = bit_length(t xor s).
 
     Parameters
@@ -255,13 +259,15 @@ def log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level_weights: 
     return_state = check_bool(return_state, "return_state")
     q, k, v = check_qkv(q, k, v, causal=True)
     if log_decay is None:
-        raise TypeError("log_decay must be an array [..., N] of log decays g <= 0 (zeros for no decay); got None")
+        raise TypeError("log_decay must be an array [..., N] of log decays g <= 0 (zeros for no decay); "
+                        "got None")
     log_decay = check_log_decay(log_decay, q, vector=False)
     bank, position = check_position(initial_state)
     level_weights = check_level_weights(level_weights, q, position)
     if bank is not None:
         shape = tuple(q.shape[:-2]) + (level_weights.shape[-1], q.shape[-1], v.shape[-1])
-        bank = check_state_part(bank, "initial_state's bank", q, shape, "[..., L, d_k, d_v], L of level_weights")
+        bank = check_state_part(bank, "initial_state's bank", q, shape,
+                                "[..., L, d_k, d_v] with level_weights' L")
     result = run_recurrence("log_linear", (q, k, v, log_decay, level_weights), check_scale(scale, q.shape[-1]),
                             form, backend, chunk_size, bank, return_state, position=position)
     if not return_state:
