@@ -30,7 +30,9 @@ recurrent form's state: continuing from it is exact.
 The carried state is ``(bank, position)``: the bank [..., L, d_k, d_v] of level states after
 the last token, and the number of tokens seen, because the levels depend on the absolute
 positions. The level weights need L >= bit_length(position + N − 1) + 1 levels (ceil(log2 N) + 1
-from position 0, the paper's and fla's count); more are allowed and unused.
+from position 0, the paper's and fla's count); more are allowed and unused. They may be any
+finite reals: the output is linear in them, so no sign is unsafe (the paper's Log-Linear Mamba-2
+makes them >= 0 with a softplus of a projection of x_t; fla's own tests draw them from N(0, 1)).
 
 Like :mod:`lattn_edu.gated`, the forms are written once against the array API: numpy arrays
 give the numpy reference, torch tensors the torch backend with autograd.
@@ -125,24 +127,24 @@ def log_linear_block(q: Any, k: Any, v: Any, log_decay: Any, level_weights: Any,
     n, n_levels = q.shape[-2], level_weights.shape[-1]
     positions = np.arange(position, position + n)
 
-    def levels_of(matrix: np.ndarray) -> Any:  # an index table as an array of q's dtype and device
-        return xp.asarray(matrix, dtype=q.dtype, device=device(q))
+    def on_device(table: np.ndarray) -> Any:  # a 0/1 table of levels as an array like q
+        return xp.asarray(table, dtype=q.dtype, device=device(q))
 
     inner = ((q @ xp.matrix_transpose(k)) * hierarchical_mask(log_decay, level_weights, position)) @ v
     decay_in = xp.cumulative_sum(log_decay, axis=-1)  # b_t  [..., n]
     decay_out = _tail_sums(log_decay[..., None])[..., 0]  # b_e − b_s, summed directly  [..., n]
-    end = levels_of(fenwick_levels(n, position)[-1] == np.arange(n_levels)[:, None])  # [L, n]: ℓ = level(e, s)
+    end = on_device(fenwick_levels(n, position)[-1] == np.arange(n_levels)[:, None])  # [L, n]: ℓ = level(e, s)
     keys = xp.matrix_transpose(end[:, :, None] * (k * xp.exp(decay_out)[..., None])[..., None, :, :])
     new_bank = keys @ v[..., None, :, :]  # Σ_{level(e,s)=ℓ} exp(b_e − b_s) k_s v_sᵀ  [..., L, d_k, d_v]
     if position == 0:  # nothing before the block: the bank is empty
         return scale * inner, new_bank
     seen = merge_matrices(positions, position - 1, n_levels)  # [n, L, L]
-    weights = (xp.matrix_transpose(levels_of(seen)) @ level_weights[..., None])[..., 0]  # λ_t^(max(ℓ, m_t))
+    weights = (xp.matrix_transpose(on_device(seen)) @ level_weights[..., None])[..., 0]  # λ_t^(max(ℓ, m_t))
     reads = q[..., None, :, :] @ bank  # q_tᵀ S^(ℓ)  [..., L, n, d_v]
     before = xp.sum(xp.matrix_transpose(weights)[..., None] * reads, axis=-3)  # [..., n, d_v]
     out = scale * (inner + xp.exp(decay_in)[..., None] * before)
     flat = xp.reshape(bank, bank.shape[:-2] + (-1,))  # [..., L, d_k·d_v]
-    carried = xp.reshape(levels_of(seen[-1]) @ flat, bank.shape)  # the bank as e sees it
+    carried = xp.reshape(on_device(seen[-1]) @ flat, bank.shape)  # the bank as e sees it
     return out, new_bank + xp.exp(decay_in[..., -1, None, None, None]) * carried
 
 
@@ -157,7 +159,11 @@ def parallel_log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level_
 def chunkwise_log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level_weights: Any,
                                    scale: float, initial_state: Any = None, chunk_size: int = 64,
                                    position: int = 0) -> tuple[Any, Any]:
-    """The masked form inside chunks of ``chunk_size`` tokens, the bank of level states between them."""
+    """The masked form inside chunks of ``chunk_size`` tokens, the bank of level states between them.
+
+    Any chunk size is exact (the bank is the recurrent form's state at every boundary); a power
+    of two lines the chunks up with the Fenwick blocks. Cost O(N C d + N L d_k d_v): N log N for a fixed C.
+    """
     xp = array_namespace(q)
     bank = start_bank(initial_state, k, v, level_weights.shape[-1])  # [..., L, d_k, d_v]
     outputs = []  # one [..., C, d_v] per chunk
