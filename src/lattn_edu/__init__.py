@@ -16,6 +16,7 @@ from .gradients import gated_linear_attention_vjp
 from .least_squares import least_squares_attention
 from .linear import (chunkwise_linear_attention, linear_attention, parallel_linear_attention,
                      quadratic_linear_attention, recurrent_linear_attention)
+from .log_linear import fenwick_levels, hierarchical_mask, log_linear_attention
 from .retention import decay_matrix, retention
 from .scan import associative_scan, scan_costs
 from .softmax import softmax_attention, softmax_attention_weights
@@ -43,11 +44,14 @@ __all__ = [
     "effective_attention_matrix",
     "elu_plus_one",
     "exp_kernel",
+    "fenwick_levels",
     "gated_linear_attention",
     "gated_linear_attention_vjp",
+    "hierarchical_mask",
     "identity_feature_map",
     "least_squares_attention",
     "linear_attention",
+    "log_linear_attention",
     "numerical_rank",
     "parallel_linear_attention",
     "peak_weight",

@@ -4,6 +4,12 @@
 
 The N×N matrix is the point: it is what linear attention avoids. Building it
 beyond a memory budget is refused with a message pointing at linear attention.
+
+``window=W`` gives sliding-window attention, the local half of the hybrids of chapter 15:
+query i sees its last W keys, i − W < j <= i (itself included). It is causal by definition
+here (a window needs ``causal=True``), and W >= N is plain causal attention. The matrix is
+still built in full (masked), as the chapter's comparison needs; the numba softmax kernel of
+:mod:`lattn_edu.backends.numba_softmax` is a benchmark baseline that this function never calls.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_bool, check_qk, check_qkv, check_scale, is_torch_tensor
+from ._checks import check_bool, check_positive_int, check_qk, check_qkv, check_scale, is_torch_tensor
 
 MAX_MATRIX_BYTES = 2**30  # 1 GiB of attention weights: far past anything the book needs
 
@@ -34,18 +40,32 @@ def _check_budget(q: np.ndarray, k: np.ndarray, max_matrix_bytes: int) -> None:
 
 
 def softmax_attention_weights(q: Any, k: Any, causal: bool = False, scale: float | None = None,
-                              max_matrix_bytes: int = MAX_MATRIX_BYTES) -> np.ndarray:
+                              max_matrix_bytes: int = MAX_MATRIX_BYTES, *,
+                              window: int | None = None) -> np.ndarray:
     """The attention matrix A = softmax(q kᵀ · scale), [..., N_q, d] x [..., N, d] -> [..., N_q, N].
 
-    Each row is a probability distribution over keys (causal: over keys j <= i).
+    Each row is a probability distribution over keys (causal: over keys j <= i; with
+    ``window=W``: over keys i − W < j <= i).
     """
     causal = check_bool(causal, "causal")
+    window = _check_window(window, causal)
     q, k = check_qk(q, k, causal)
-    return _weights(q, k, causal, check_scale(scale, q.shape[-1]), max_matrix_bytes)
+    return _weights(q, k, causal, check_scale(scale, q.shape[-1]), max_matrix_bytes, window)
+
+
+def _check_window(window: Any, causal: bool) -> int | None:
+    """None, or an int W >= 1 with causal=True (a window is the last W keys of a causal query)."""
+    if window is None:
+        return None
+    window = check_positive_int(window, "window")
+    if not causal:
+        raise ValueError(f"window={window} needs causal=True: the window is the W keys i − W < j <= i "
+                         "ending at query i; got causal=False")
+    return window
 
 
 def _weights(q: np.ndarray, k: np.ndarray, causal: bool, scale: float,
-             max_matrix_bytes: int) -> np.ndarray:
+             max_matrix_bytes: int, window: int | None = None) -> np.ndarray:
     if is_torch_tensor(q):
         raise TypeError("softmax attention takes numpy arrays; got torch.Tensor "
                         "(use torch.nn.functional.scaled_dot_product_attention for tensors)")
@@ -56,6 +76,8 @@ def _weights(q: np.ndarray, k: np.ndarray, causal: bool, scale: float,
     weights *= q.dtype.type(scale)
     if causal:
         weights[..., ~np.tri(q.shape[-2], k.shape[-2], dtype=bool)] = -np.inf
+    if window is not None:  # keys j <= i − W fall out of the window (each row keeps key i)
+        weights[..., np.tri(q.shape[-2], k.shape[-2], -window, dtype=bool)] = -np.inf
     weights -= weights.max(-1, keepdims=True)  # exp(x - max) never overflows; rows still sum to 1
     np.exp(weights, out=weights)
     weights /= weights.sum(-1, keepdims=True)
@@ -63,7 +85,7 @@ def _weights(q: np.ndarray, k: np.ndarray, causal: bool, scale: float,
 
 
 def softmax_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
-                      max_matrix_bytes: int = MAX_MATRIX_BYTES) -> np.ndarray:
+                      max_matrix_bytes: int = MAX_MATRIX_BYTES, *, window: int | None = None) -> np.ndarray:
     """Softmax attention O = softmax(q kᵀ · scale) v, with the N×N matrix built explicitly.
 
     Parameters
@@ -78,12 +100,16 @@ def softmax_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float
         Multiplies q·k; None means 1/sqrt(d).
     max_matrix_bytes : int
         Refuse (``ValueError``) to build attention matrices larger than this.
+    window : int or None
+        Sliding window W >= 1 (needs ``causal=True``): query i sees keys i − W < j <= i, its
+        last W keys including itself. None (or W >= N) is plain causal attention.
 
     Returns
     -------
     o : array [..., N_q, d_v] in the inputs' dtype.
     """
     causal = check_bool(causal, "causal")
+    window = _check_window(window, causal)
     q, k, v = check_qkv(q, k, v, causal)
-    weights = _weights(q, k, causal, check_scale(scale, q.shape[-1]), max_matrix_bytes)
+    weights = _weights(q, k, causal, check_scale(scale, q.shape[-1]), max_matrix_bytes, window)
     return weights @ v

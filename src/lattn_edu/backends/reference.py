@@ -1,12 +1,16 @@
-"""The reference forms of the gated family, one table for every array library: :mod:`lattn_edu.gated`
-and :mod:`lattn_edu.delta` are written once against the array API, so the numpy and the torch
-backend run these very functions (each backend adds only its ``to_backend``)."""
+"""The reference forms of every model, one table for every array library: the modules of the core
+(:mod:`lattn_edu.gated`, :mod:`lattn_edu.delta` and Part III's) are written once against the array
+API, so the numpy and the torch backend run these very functions (each backend adds only its
+``to_backend``)."""
 
 from __future__ import annotations
 
 from ..delta import chunkwise_delta_rule, recurrent_delta_rule
 from ..gated import (chunkwise_gated_linear_attention, parallel_gated_linear_attention,
                      recurrent_gated_linear_attention)
+from ..least_squares import chunkwise_least_squares, recurrent_least_squares
+from ..log_linear import (chunkwise_log_linear_attention, parallel_log_linear_attention,
+                          recurrent_log_linear_attention)
 
 GATED_FORMS = {
     "recurrent": recurrent_gated_linear_attention,
@@ -23,12 +27,9 @@ DELTA_FORMS = {
 FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
-}
-
-from ..least_squares import chunkwise_least_squares, recurrent_least_squares  # noqa: E402
-
-# MesaNet's least-squares read (chapter 14): two gated sums and a solve per step.
-FAMILIES["least_squares"] = {
-    "recurrent": recurrent_least_squares,
-    "chunkwise": chunkwise_least_squares,
+    # MesaNet's least-squares read (chapter 14): two gated sums and a solve per step
+    "least_squares": {"recurrent": recurrent_least_squares, "chunkwise": chunkwise_least_squares},
+    # log-linear attention (chapter 15): a Fenwick-tree bank of gated states
+    "log_linear": {"recurrent": recurrent_log_linear_attention, "parallel": parallel_log_linear_attention,
+                   "chunkwise": chunkwise_log_linear_attention},
 }
