@@ -24,3 +24,10 @@ FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
 }
+
+from ..generalized_delta import chunkwise_generalized_delta_rule, recurrent_generalized_delta_rule  # noqa: E402
+
+FAMILIES["generalized_delta"] = {
+    "recurrent": recurrent_generalized_delta_rule,
+    "chunkwise": chunkwise_generalized_delta_rule,
+}
