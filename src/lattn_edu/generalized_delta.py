@@ -97,10 +97,10 @@ def chunkwise_generalized_delta_rule(q: Any, k: Any, v: Any, a: Any, b: Any, log
         none = xp.full(seg.shape[:-2] + (1, seg.shape[-1]), -math.inf, dtype=q.dtype, device=device(q))
         seg_before = xp.concat([none, seg[..., :-1, :]], axis=-2)  # G[i−1, j]: decay before read i
         gamma = xp.cumulative_sum(g_c, axis=-2)  # γ_i  [..., C, 1 | d_k]
-        gamma_before = xp.concat([xp.zeros_like(gamma[..., :1, :]), gamma[..., :-1, :]], axis=-2)  # γ_{i−1}
+        gamma_before = xp.concat([xp.zeros_like(gamma[..., :1, :]), gamma[..., :-1, :]], axis=-2)  # γ_{i-1}
         # (I − M_ba) U = M_bk V + (B ⊙ exp γ_{i−1}) S: the reads u_i = b_iᵀ S_{i−1}  [..., C, d_v]
-        u = solve_unit_lower(decayed_products(b_c, a_c, seg_before),
-                             decayed_products(b_c, k_c, seg_before) @ v_c + (b_c * xp.exp(gamma_before)) @ state)
+        reads_in = decayed_products(b_c, k_c, seg_before) @ v_c + (b_c * xp.exp(gamma_before)) @ state
+        u = solve_unit_lower(decayed_products(b_c, a_c, seg_before), reads_in)
         outputs.append(scale * ((q_c * xp.exp(gamma)) @ state + decayed_products(q_c, a_c, seg) @ u
                                 + decayed_products(q_c, k_c, seg) @ v_c))
         decay_out = xp.exp(xp.matrix_transpose(seg[..., :, -1, :]))  # exp(γ_C − γ_j)  [..., C, 1 | d_k]
@@ -111,7 +111,8 @@ def chunkwise_generalized_delta_rule(q: Any, k: Any, v: Any, a: Any, b: Any, log
 
 def generalized_delta_rule(q: Any, k: Any, v: Any, a: Any, b: Any, log_decay: Any = None, *,
                            scale: float | None = None, form: str = "chunkwise", backend: str = "numpy",
-                           chunk_size: int = 64, initial_state: Any = None, return_state: bool = False) -> Any:
+                           chunk_size: int = 64, initial_state: Any = None,
+                           return_state: bool = False) -> Any:
     """The generalised delta rule, diagonal plus low rank (RWKV-7; fla's DPLR and IPLR).
 
     S_t = (diag(exp g_t) + a_t b_tᵀ) S_{t−1} + k_t v_tᵀ,  o_t = scale · S_tᵀ q_t.
