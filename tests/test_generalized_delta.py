@@ -272,6 +272,19 @@ def test_rwkv7_per_channel_step_can_expand_the_state():
     assert np.linalg.norm(s1) == pytest.approx(np.linalg.norm(transition, 2))
 
 
+def test_rwkv7_per_channel_steps_can_grow_the_state_without_bound(rng):
+    """The docstring's second example: two RWKV-7 steps whose eigenvalues lie in [−1, 1] but whose
+    product has spectral radius 1.22; alternating them (no writes) grows any generic state."""
+    unit = np.array([[1.0, 2.0], [2.0, 1.0]]) / np.sqrt(5)
+    a_rwkv = np.eye(2)
+    n = 200
+    a, b = np.tile(a_rwkv * unit, (n // 2, 1)), np.tile(-unit, (n // 2, 1))  # [N, 2], steps alternate
+    g, zeros, s0 = np.full((n, 2), np.log(0.99)), np.zeros((n, 2)), rng.standard_normal((2, 3))
+    _, state = la.generalized_delta_rule(zeros, zeros, zeros[:, :1].repeat(3, 1), a, b, g, initial_state=s0,
+                                         return_state=True)
+    assert np.linalg.norm(state) > 1e6 * np.linalg.norm(s0)
+
+
 def test_an_overflow_is_reported_not_returned(rng):
     q, k, v, _, _, _, _ = dplr_inputs(rng, (1,), 300, 4, 3, "none", np.float32)
     grow = np.full((1, 300, 4), 0.5, np.float32)  # A = I + ¼·11ᵀ: eigenvalue 2 along 1

@@ -129,11 +129,13 @@ def generalized_delta_rule(q: Any, k: Any, v: Any, a: Any, b: Any, log_decay: An
     - RWKV-7 with a per-channel a_rwkv in [0, 1]^d_k, A = diag(d) − (a_rwkv ⊙ k̂) k̂ᵀ, is similar
       (by diag(a_rwkv)^½) to diag(d) − u uᵀ with u = √a_rwkv ⊙ k̂, ‖u‖ <= 1: its eigenvalues lie
       in [−1, 1], but ‖A‖₂ can exceed 1 (d = 0.99, a_rwkv = (1, 0), k̂ = (1, 1)/√2 gives 1.13),
-      and products of such steps can grow: RWKV-7's parametrisation bounds each step's
-      spectrum, not the state.
+      and products of such steps can grow (a_rwkv = (1, 0), k̂ = (1, 2)/√5 alternating with
+      a_rwkv = (0, 1), k̂ = (2, 1)/√5 at d = 0.99 multiplies the state by 1.22 every two steps):
+      RWKV-7's parametrisation bounds each step's spectrum, not the state.
 
-    The exact test of ‖A_t‖₂ <= 1 costs O(d_k) per step, but it would refuse RWKV-7's own
-    transitions, so nothing is refused for it: a state that does overflow is reported by name.
+    An exact test of ‖A_t‖₂ <= 1 would be cheap (I − A_tᵀA_t is a diagonal minus a rank-2
+    matrix: O(d_k) per step), but it would refuse RWKV-7's own transitions, so no transition is
+    refused: a state that does overflow is reported (a ValueError, never a NaN).
 
     Parameters
     ----------
