@@ -52,14 +52,14 @@ def recurrent_generalized_delta_rule(q: Any, k: Any, v: Any, a: Any, b: Any, log
     return xp.stack(outputs, axis=-2), state
 
 
-def decayed_products(x: Any, y: Any, log_mask: Any) -> Any:
-    """W[..., i, j] = Σ_r x_ir y_jr exp(log_mask[..., r, i, j]): x, y [..., C, d], log_mask
-    [..., 1 | d, C, C] (one mask for all channels, or one per channel) -> [..., C, C]."""
+def decayed_products(x: Any, y: Any, mask: Any) -> Any:
+    """W[..., i, j] = Σ_r x_ir y_jr L[..., r, i, j]: x, y [..., C, d] and decay masks L
+    [..., 1 | d, C, C] (one for all channels, or one per channel) -> [..., C, C]."""
     xp = array_namespace(x)
-    if log_mask.shape[-3] == 1:
-        return (x @ xp.matrix_transpose(y)) * xp.exp(log_mask[..., 0, :, :])
+    if mask.shape[-3] == 1:
+        return (x @ xp.matrix_transpose(y)) * mask[..., 0, :, :]
     x_r, y_r = xp.matrix_transpose(x), xp.matrix_transpose(y)  # channel r first  [..., d, C]
-    return xp.sum(x_r[..., :, None] * y_r[..., None, :] * xp.exp(log_mask), axis=-3)
+    return xp.sum(x_r[..., :, None] * y_r[..., None, :] * mask, axis=-3)
 
 
 def solve_unit_lower(m: Any, r: Any) -> Any:
@@ -79,9 +79,10 @@ def chunkwise_generalized_delta_rule(q: Any, k: Any, v: Any, a: Any, b: Any, log
                                      initial_state: Any = None, chunk_size: int = 64) -> tuple[Any, Any]:
     """Chunks of C tokens: one triangular solve finds every read u_i = b_iᵀ S_{i-1} of a chunk.
 
-    With G[r, i, j] = Σ_{l=j+1..i} g_lr, γ_i = Σ_{l<=i} g_l inside the chunk and S the state
-    before it, unrolling the recurrence gives u_i = Σ_{j<i} (b_i ⊙ a_j)·exp(G[i−1, j]) u_j + ...,
-    (I − M_ba) U = M_bk V + (B ⊙ exp γ_{i−1}) S,
+    With G[r, i, j] = Σ_{l=j+1..i} g_lr and γ_i = Σ_{l<=i} g_l inside the chunk, S the state
+    before it, and M_xy[i, j] = Σ_r x_ir y_jr exp(G[r, i, j]) (M⁻_xy: exp(G[r, i−1, j]), the decay
+    from write j to read i, j < i only), unrolling the recurrence gives
+    (I − M⁻_ba) U = M⁻_bk V + (B ⊙ exp γ_{i−1}) S,
     O = scale · ((Q ⊙ exp γ) S + M_qa U + M_qk V),
     S_after = diag(exp γ_C) S + (A ⊙ exp(γ_C − γ))ᵀ U + (K ⊙ exp(γ_C − γ))ᵀ V.
     """
@@ -95,15 +96,15 @@ def chunkwise_generalized_delta_rule(q: Any, k: Any, v: Any, a: Any, b: Any, log
         g_c = g[..., chunk, :]  # [..., C, 1 | d_k]
         seg = segment_sums(xp.matrix_transpose(g_c))  # G: Σ_{l=j+1..i} g_l  [..., 1 | d_k, C, C]
         none = xp.full(seg.shape[:-2] + (1, seg.shape[-1]), -math.inf, dtype=q.dtype, device=device(q))
-        seg_before = xp.concat([none, seg[..., :-1, :]], axis=-2)  # G[i−1, j]: decay before read i
+        mask, mask_before = xp.exp(seg), xp.exp(xp.concat([none, seg[..., :-1, :]], axis=-2))  # G[i−1, j]
         gamma = xp.cumulative_sum(g_c, axis=-2)  # γ_i  [..., C, 1 | d_k]
         gamma_before = xp.concat([xp.zeros_like(gamma[..., :1, :]), gamma[..., :-1, :]], axis=-2)  # γ_{i-1}
-        # (I − M_ba) U = M_bk V + (B ⊙ exp γ_{i−1}) S: the reads u_i = b_iᵀ S_{i−1}  [..., C, d_v]
-        reads_in = decayed_products(b_c, k_c, seg_before) @ v_c + (b_c * xp.exp(gamma_before)) @ state
-        u = solve_unit_lower(decayed_products(b_c, a_c, seg_before), reads_in)
-        outputs.append(scale * ((q_c * xp.exp(gamma)) @ state + decayed_products(q_c, a_c, seg) @ u
-                                + decayed_products(q_c, k_c, seg) @ v_c))
-        decay_out = xp.exp(xp.matrix_transpose(seg[..., :, -1, :]))  # exp(γ_C − γ_j)  [..., C, 1 | d_k]
+        # (I − M⁻_ba) U = M⁻_bk V + (B ⊙ exp γ_{i−1}) S: the reads u_i = b_iᵀ S_{i−1}  [..., C, d_v]
+        reads_in = decayed_products(b_c, k_c, mask_before) @ v_c + (b_c * xp.exp(gamma_before)) @ state
+        u = solve_unit_lower(decayed_products(b_c, a_c, mask_before), reads_in)
+        outputs.append(scale * ((q_c * xp.exp(gamma)) @ state + decayed_products(q_c, a_c, mask) @ u
+                                + decayed_products(q_c, k_c, mask) @ v_c))
+        decay_out = xp.matrix_transpose(mask[..., :, -1, :])  # exp(γ_C − γ_j)  [..., C, 1 | d_k]
         state = (xp.exp(gamma[..., -1, :, None]) * state + xp.matrix_transpose(a_c * decay_out) @ u
                  + xp.matrix_transpose(k_c * decay_out) @ v_c)
     return xp.concat(outputs, axis=-2), state
