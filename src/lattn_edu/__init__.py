@@ -11,6 +11,7 @@ from .delta import delta_rule, ut_transform
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
                            identity_feature_map, relu_feature_map, taylor_features, taylor_width)
 from .gated import decay_mask, gated_linear_attention, segment_sums
+from .generalized_delta import generalized_delta_rule
 from .delta_gradients import delta_rule_vjp
 from .gradients import gated_linear_attention_vjp
 from .least_squares import least_squares_attention
@@ -47,6 +48,7 @@ __all__ = [
     "fenwick_levels",
     "gated_linear_attention",
     "gated_linear_attention_vjp",
+    "generalized_delta_rule",
     "hierarchical_mask",
     "identity_feature_map",
     "least_squares_attention",
