@@ -7,6 +7,8 @@ from __future__ import annotations
 from ..delta import chunkwise_delta_rule, recurrent_delta_rule
 from ..gated import (chunkwise_gated_linear_attention, parallel_gated_linear_attention,
                      recurrent_gated_linear_attention)
+from ..test_time import (chunkwise_titans_linear, chunkwise_ttt_linear, recurrent_titans_linear,
+                         recurrent_ttt_linear)
 
 GATED_FORMS = {
     "recurrent": recurrent_gated_linear_attention,
@@ -24,3 +26,5 @@ FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
 }
+FAMILIES["ttt_linear"] = {"recurrent": recurrent_ttt_linear, "chunkwise": chunkwise_ttt_linear}
+FAMILIES["titans_linear"] = {"recurrent": recurrent_titans_linear, "chunkwise": chunkwise_titans_linear}
