@@ -77,6 +77,11 @@ def test_zero_start_and_shared_layer_norm(rng):
     assert_close(outs[1], outs[0])
     outs = [la.titans_linear(q, k, v, *rates(np.random.default_rng(3), 37), lw[0], lb[0], form=form) for form in FORMS]
     assert_close(outs[1], outs[0])
+    # no leading axes: q [N, d], one layer norm [d]
+    outs = [la.ttt_linear(q[0, 0], k[0, 0], v[0, 0], eta[0, 0], lw[0], lb[0], form=form) for form in FORMS]
+    assert outs[0].shape == (37, D)
+    assert_close(outs[1], outs[0])
+    assert_close(outs[0], la.ttt_linear(q, k, v, eta, lw[0], lb[0], form="recurrent")[0, 0])
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -4,7 +4,8 @@ The state is the weights of a small model, f(x) = LN(x W + b) (a layer norm with
 ``ln_weight`` and ``ln_bias`` over a linear map, W [d, d], b [1, d]), which each token trains
 by gradient descent on ℓ_t = ½‖f(k_t) − (v_t − k_t)‖²: the inner model with its residual,
 x + f(x), should map k_t to v_t. The output reads the trained weights at the scaled query,
-z_t = (scale · q_t) W_t + b_t and o_t = z_t + LN(z_t).
+z_t = (scale · q_t) W_t + b_t and o_t = z_t + LN(z_t), as flash-linear-attention's references
+do (the TTT authors' code adds the query instead, q_t + LN(z_t): the inner model's residual).
 
 Mini-batch gradient descent: the sequence is cut into mini-batches of b tokens from the start
 of each call (the last one shorter when b does not divide N), and every gradient of a
@@ -16,10 +17,12 @@ States", arXiv 2407.04620), with flash-linear-attention's reading of its learnin
 
     W_t = W_{t'} − η_t Σ_{s=t'+1..t} k_sᵀ ∇_z ℓ_s(W_{t'}),   b_t likewise with ∇_z ℓ_s alone,
 
-one learning rate η_t per token scaling the whole running sum of its mini-batch. As the one
-recurrence S_t = A_t S_{t−1} + B_t (chapter 8) with S = W and b = 1: A_t = I, and at the end
-of a mini-batch B = −η_last Σ_s k_s ∇_z ℓ_sᵀ, a write that depends on the state through the
-layer norm (the model is not linear in its state).
+one learning rate η_t per token scaling the whole running sum of its mini-batch (the authors'
+code has a matrix η[t, s] = lr(x_s)/(position of t in its mini-batch, from 1); the two agree
+when lr is constant over a mini-batch, with η_t = lr/position). As the one recurrence
+S_t = A_t S_{t−1} + B_t of chapter 8, with the state (W, b): A = I, and each mini-batch ends
+with the write B = −η_last Σ_s [k_s; 1] ∇_z ℓ_sᵀ, which depends on the state at the
+mini-batch's start through the layer norm (the model is not linear in its state).
 
 Titans with a linear memory (Behrouz, Zhong and Mirrokni 2024, "Titans: Learning to Memorize
 at Test Time", arXiv 2501.00663, section 3.1), the same inner model with its loss as that
@@ -286,7 +289,9 @@ def ttt_linear(q: Any, k: Any, v: Any, eta: Any, ln_weight: Any, ln_bias: Any, *
     eps : float
         The layer norm's eps > 0.
     initial_state : tuple (W [..., d, d], b [..., 1, d]), optional
-        Zeros when None.
+        Zeros when None (as flash-linear-attention; the paper starts from learned weights):
+        the first mini-batch then reads z = 0, whose layer norm divides by sqrt(eps), so its
+        gradients are about 1/sqrt(eps) times larger than later ones.
     return_state : bool
     form : 'recurrent' | 'chunkwise'
         The primal form (token by token) or the dual form (a mini-batch of matrix products).
@@ -338,7 +343,8 @@ def titans_linear(q: Any, k: Any, v: Any, theta: Any, alpha: Any, eta: Any, ln_w
     scale : float, optional
         Multiplies q; None means d**-0.5 (the paper and flash-linear-attention use 1).
     initial_state : tuple (W [..., d, d], b [..., 1, d], S_W [..., d, d], S_b [..., 1, d]), optional
-        Memory and momentum; zeros when None.
+        Memory and momentum; zeros when None (the first gradients are then large, as in
+        :func:`ttt_linear`).
     return_state : bool
     form : 'recurrent' | 'chunkwise'
     backend : 'numpy' | 'torch'
