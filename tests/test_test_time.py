@@ -284,6 +284,11 @@ def test_ttt_against_fla(rng, n):
                                           initial_state_bias=torch.tensor(b0).float(), output_final_state=True,
                                           mini_batch_size=16)
     pad = -n % 16
+    if not pad:  # the function it wraps, on [B, H, T, D] (it scales q in place: a fresh tensor)
+        direct = module.ttt_linear(*(torch.tensor(x).float() for x in (q, k, v, lw, lb, eta[..., None])), D ** -0.5,
+                                   1e-6, 16, torch.tensor(w0).float(), torch.tensor(b0).float(), True)
+        for theirs, wrapped in zip(direct, (bhtd(o), w, b)):
+            assert_close(theirs, wrapped, rtol=1e-6)
     for dtype in (np.float64, np.float32):
         for form in FORMS:
             args = [x.astype(dtype) for x in (q, k, v, eta, lw, lb, w0, b0)]
