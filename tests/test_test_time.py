@@ -95,7 +95,8 @@ def test_ttt_split_at_a_mini_batch_boundary(rng, form):
     rest, end = la.ttt_linear(q[..., 16:, :], k[..., 16:, :], v[..., 16:, :], eta[..., 16:], lw, lb, mini_batch_size=8,
                               initial_state=middle, return_state=True, form=form)
     assert_close(np.concatenate([first, rest], axis=-2), whole)
-    assert_close(end[0], state[0]), assert_close(end[1], state[1])
+    assert_close(end[0], state[0])
+    assert_close(end[1], state[1])
     # a split inside a mini-batch ends it early: the tokens before the split are read alike, the rest differs
     early, middle = la.ttt_linear(q[..., :12, :], k[..., :12, :], v[..., :12, :], eta[..., :12], lw, lb,
                                   mini_batch_size=8, initial_state=(w0, b0), return_state=True, form=form)
@@ -181,7 +182,9 @@ def test_titans_without_momentum_or_forgetting_is_ttt(rng, form):
                                                 initial_state=(w0, b0, 0 * w0, 0 * b0), return_state=True, form=form)
         ttt_o, ttt_state = la.ttt_linear(q, k, v, 2 * rate, lw, lb, mini_batch_size=size, initial_state=(w0, b0),
                                          return_state=True, form=form)
-        assert_close(titans, ttt_o), assert_close(w, ttt_state[0]), assert_close(b, ttt_state[1])
+        assert_close(titans, ttt_o)
+        assert_close(w, ttt_state[0])
+        assert_close(b, ttt_state[1])
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -199,7 +202,8 @@ def test_titans_forgetting_and_fixed_memory(rng, form):
     alpha[..., -1] = 1.0
     _, (w, b, s_w, s_b) = la.titans_linear(q, k, v, theta, alpha, eta, lw, lb, mini_batch_size=8, initial_state=start,
                                            return_state=True, form=form)
-    assert_close(w, s_w), assert_close(b, s_b)
+    assert_close(w, s_w)
+    assert_close(b, s_b)
     # θ = 0, α = 0 and no momentum: M stays M_0, so every token reads z = scale · q W_0 + b_0
     zeros = np.zeros((B, H, 24))
     out, state = la.titans_linear(q, k, v, zeros, zeros, eta, lw, lb, initial_state=(w0, b0, 0 * w0, 0 * b0),
@@ -207,7 +211,9 @@ def test_titans_forgetting_and_fixed_memory(rng, form):
     z = q / np.sqrt(D) @ w0 + b0
     centred = z - z.mean(-1, keepdims=True)
     expected = z + lw[:, None] * centred / np.sqrt((centred ** 2).mean(-1, keepdims=True) + 1e-6) + lb[:, None]
-    assert_close(out, expected), assert_close(state[0], w0), assert_close(state[1], b0)
+    assert_close(out, expected)
+    assert_close(state[0], w0)
+    assert_close(state[1], b0)
 
 
 def test_inner_gradient_is_the_loss_gradient(rng):
@@ -293,7 +299,8 @@ def test_ttt_against_fla(rng, n):
         for form in FORMS:
             args = [x.astype(dtype) for x in (q, k, v, eta, lw, lb, w0, b0)]
             out, (w_ours, b_ours) = la.ttt_linear(*args[:6], initial_state=tuple(args[6:]), return_state=True, form=form)
-            assert_close(out, bhtd(o), rtol=1e-4), assert_close(w_ours, w, rtol=1e-4)
+            assert_close(out, bhtd(o), rtol=1e-4)
+            assert_close(w_ours, w, rtol=1e-4)
             if pad:
                 _, (_, b_start) = la.ttt_linear(*(x[..., :n - n % 16, :] for x in args[:3]), args[3][..., :n - n % 16],
                                                 *args[4:6], initial_state=tuple(args[6:]), return_state=True)
@@ -328,13 +335,15 @@ def test_titans_against_fla_where_they_agree(rng, n):
         assert not b.any()
         expected_m = w * (1 - alpha[..., -1:, None]) if n % 16 else w
         o, m = fla_titans(module, q, k, v, (lw, lb), (theta, alpha, eta), w0, use_chunk=False)
-        assert_close(out, o, rtol=1e-4), assert_close(expected_m, m, rtol=1e-4)
+        assert_close(out, o, rtol=1e-4)
+        assert_close(expected_m, m, rtol=1e-4)
         alpha_below_one = np.minimum(alpha, 0.9)
         out, (w, _, _, _) = la.titans_linear(q, k, v, theta, alpha_below_one, eta, lw, lb, scale=1.0,
                                              initial_state=start, return_state=True, form=form)
         o, m = fla_titans(module, q, k, v, (lw, lb), (theta, alpha_below_one, eta), w0, use_chunk=True)
         expected_m = w * (1 - alpha_below_one[..., -1:, None]) if n % 16 else w
-        assert_close(out, o, rtol=1e-4), assert_close(expected_m, m, rtol=1e-4)
+        assert_close(out, o, rtol=1e-4)
+        assert_close(expected_m, m, rtol=1e-4)
     o, _ = fla_titans(module, q, k, v, (lw, lb), (theta, alpha, eta), w0, use_chunk=True)
     assert np.isnan(o).any()
 
