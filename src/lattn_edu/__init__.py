@@ -23,6 +23,7 @@ from .scan import associative_scan, scan_costs
 from .softmax import softmax_attention, softmax_attention_weights
 from .ssm import diagonal_ssm, selective_ssm, selective_ssm_gates, ssm_mixing_matrix, ssm_scan
 from .state import LinearAttentionState, SoftmaxKVCache
+from .test_time import titans_linear, ttt_linear
 
 __version__ = "0.1.0"
 
@@ -73,5 +74,7 @@ __all__ = [
     "ssm_scan",
     "taylor_features",
     "taylor_width",
+    "titans_linear",
+    "ttt_linear",
     "ut_transform",
 ]
