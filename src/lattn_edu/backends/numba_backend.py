@@ -52,3 +52,11 @@ def to_backend(*arrays: Any) -> tuple[Any, ...]:
         raise TypeError("backend='numba' takes numpy arrays; got torch.Tensor. "
                         "Use backend='torch' for tensors.")
     return (*arrays, lambda out: out)
+
+# DeltaProduct has no kernel of its own: the delta-rule kernels run its N·n_h interleaved steps
+# (see :func:`lattn_edu.delta_product.on_substeps`), both forms.
+from functools import partial  # noqa: E402
+
+from ..delta_product import on_substeps  # noqa: E402
+
+FAMILIES["delta_product"] = {form: partial(on_substeps, fn) for form, fn in DELTA_FORMS.items()}

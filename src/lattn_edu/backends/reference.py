@@ -24,3 +24,10 @@ FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
 }
+
+from ..delta_product import chunkwise_delta_product, recurrent_delta_product  # noqa: E402  (appended with the family)
+
+FAMILIES["delta_product"] = {
+    "recurrent": recurrent_delta_product,
+    "chunkwise": chunkwise_delta_product,
+}
