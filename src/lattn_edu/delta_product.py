@@ -75,9 +75,9 @@ def interleave(q: Any, k: Any, v: Any, beta: Any, log_decay: Any) -> tuple[Any, 
 
 def on_substeps(delta_form: Any, q: Any, k: Any, v: Any, beta: Any, log_decay: Any, scale: float,
                 initial_state: Any = None, chunk_size: int = 64) -> tuple[Any, Any]:
-    """A delta-rule form (the reference's or a fast backend's) run on the :func:`interleave`\\ d
-    sequence in chunks of ``chunk_size`` tokens (chunk_size·n_h steps), read at each token's
-    last step: (o [..., N, d_v], S_N)."""
+    """A delta-rule form (the reference's or a fast backend's) run on the steps :func:`interleave`
+    makes, in chunks of ``chunk_size`` tokens (chunk_size·n_h steps), read at each token's last
+    step: (o [..., N, d_v], a strided view, and S_N)."""
     n_h = k.shape[-2]
     out, state = delta_form(*interleave(q, k, v, beta, log_decay), scale, initial_state, chunk_size * n_h)
     return out[..., n_h - 1::n_h, :], state  # the reads at the other steps are zeros (q = 0 there)

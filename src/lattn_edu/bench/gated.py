@@ -1,7 +1,7 @@
 """The gated family of ``lattn-edu bench --families gated``: chunkwise kernels against torch peers (chapters 9-11).
 
 For d in (64, 128) and N from 1,024 to 16,384 (batch·heads = 8, float32, d_v = d, chunks of
-64) it times three chunkwise forms of ours, each through the public function on the numba
+64) it times four chunkwise forms of ours, each through the public function on the numba
 backend, against its peer in :mod:`lattn_edu.bench.peers` (written the way
 flash-linear-attention's naive chunk references are), interleaved round by round on the
 same inputs:
