@@ -88,9 +88,11 @@ def chunkwise_delta_product(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, s
     """The chunkwise delta rule (UT transform) on the N·n_h interleaved steps, C tokens a chunk.
 
     Exact, not an approximation: the delta rule's step S ← (I − β k kᵀ)(exp(g) S) + β k vᵀ with
-    g = g_t on a token's first step and 0 on the others composes to exactly the token's update
-    exp(g_t), then n_h steps; reading with q = 0 at the other steps changes no state. A chunk of
-    C tokens is C·n_h whole steps, so chunk boundaries never split a token.
+    g = g_t on a token's first step and 0 (a factor 1) on the others composes to exactly the
+    token's update, exp(g_t) once, then its n_h steps; a read never changes the state, so the
+    reads at the other steps (zeros, q = 0 there) are simply dropped, and the UT transform is
+    exact for any sequence of steps. A chunk of C tokens is C·n_h steps, so chunk_size counts
+    tokens, as in every other model, and a chunk never splits a token.
     """
     return on_substeps(chunkwise_delta_rule, q, k, v, beta, log_decay, scale, initial_state, chunk_size)
 
