@@ -8,6 +8,7 @@ from .analysis import (AttentionCost, attention_cost, denominator_drift, effecti
                        numerical_rank, peak_weight, row_entropy, singular_values)
 from .backends import available_backends
 from .delta import delta_rule, ut_transform
+from .delta_product import delta_product
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
                            identity_feature_map, relu_feature_map, taylor_features, taylor_width)
 from .gated import decay_mask, gated_linear_attention, segment_sums
@@ -39,6 +40,7 @@ __all__ = [
     "chunkwise_linear_attention",
     "decay_mask",
     "decay_matrix",
+    "delta_product",
     "delta_rule",
     "delta_rule_vjp",
     "denominator_drift",

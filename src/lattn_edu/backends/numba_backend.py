@@ -52,3 +52,18 @@ def to_backend(*arrays: Any) -> tuple[Any, ...]:
         raise TypeError("backend='numba' takes numpy arrays; got torch.Tensor. "
                         "Use backend='torch' for tensors.")
     return (*arrays, lambda out: out)
+
+# DeltaProduct has no kernel of its own: the delta-rule kernels run its N·n_h interleaved steps
+# (see :func:`lattn_edu.delta_product.on_substeps`), both forms.
+from ..delta_product import on_substeps  # noqa: E402
+
+
+def _on_substeps(delta_form: Any) -> Any:
+    """``delta_form`` as a DeltaProduct form; o copied out of the N·n_h-step output it views."""
+    def form(*arguments: Any) -> tuple[np.ndarray, np.ndarray]:
+        out, state = on_substeps(delta_form, *arguments)
+        return np.ascontiguousarray(out), state
+    return form
+
+
+FAMILIES["delta_product"] = {name: _on_substeps(fn) for name, fn in DELTA_FORMS.items()}

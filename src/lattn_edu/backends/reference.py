@@ -42,3 +42,10 @@ FAMILIES = {
     "ttt_linear": {"recurrent": recurrent_ttt_linear, "chunkwise": chunkwise_ttt_linear},
     "titans_linear": {"recurrent": recurrent_titans_linear, "chunkwise": chunkwise_titans_linear},
 }
+
+from ..delta_product import chunkwise_delta_product, recurrent_delta_product  # noqa: E402  (appended with the family)
+
+FAMILIES["delta_product"] = {
+    "recurrent": recurrent_delta_product,
+    "chunkwise": chunkwise_delta_product,
+}

@@ -1,14 +1,16 @@
 """The gated family of ``lattn-edu bench --families gated``: chunkwise kernels against torch peers (chapters 9-11).
 
 For d in (64, 128) and N from 1,024 to 16,384 (batch·heads = 8, float32, d_v = d, chunks of
-64) it times three chunkwise forms of ours, each through the public function on the numba
+64) it times four chunkwise forms of ours, each through the public function on the numba
 backend, against its peer in :mod:`lattn_edu.bench.peers` (written the way
 flash-linear-attention's naive chunk references are), interleaved round by round on the
 same inputs:
 
 - gated linear attention with one log decay per step (Mamba-2, simple GLA);
 - gated linear attention with one log decay per key channel (GLA);
-- the gated delta rule (Gated DeltaNet), unit-norm keys.
+- the gated delta rule (Gated DeltaNet), unit-norm keys;
+- Gated DeltaProduct with n_h = 2 keys per token, unit-norm keys (ours: chunks of 64 tokens,
+  128 steps; the peer: chunks of 64 steps, as flash-linear-attention's chunk reference runs it).
 
 Before any timing every method is checked against the float64 numpy reference. Then it times
 decoding: one token through the recurrent form with the state carried, after 1k, 10k and 100k
@@ -37,7 +39,7 @@ from .methods import BATCH_HEADS, CHUNK, DECODE_SIZES, Family, Method, Settings,
 DIMS = (64, 128)
 SIZES = (1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (1024, 4096)
-VARIANTS = ("gated, scalar decay", "gated, vector decay", "delta rule")
+VARIANTS = ("gated, scalar decay", "gated, vector decay", "delta rule", "delta product")
 ORIGINS = ("ours", "peer")
 
 # No size limit binds here (the forms are all linear in N and allocate per chunk), hence the
@@ -50,13 +52,17 @@ QUICK = Settings(QUICK_SIZES, DIMS, BATCH_HEADS, min_rounds=3, max_rounds=7, sha
 
 def make_inputs(n: int, d: int, bh: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded float32 inputs [bh, N, ·]: q, k, unit-norm keys, v, decays as gates produce them
-    (log-sigmoid-like, mostly close to 0) and β in (0, 1)."""
+    (log-sigmoid-like, mostly close to 0) and β in (0, 1); and DeltaProduct's two unit-norm keys,
+    values and β per token, [bh, N, 2, ·] (drawn last, so the other inputs do not change)."""
     rng = np.random.default_rng(seed)
     q, k, v = rng.standard_normal((3, bh, n, d), dtype=np.float32)
-    return {"q": q, "k": k, "v": v, "unit_k": k / np.linalg.norm(k, axis=-1, keepdims=True),
-            "g_scalar": np.log(rng.uniform(0.9, 1.0, (bh, n))).astype(np.float32),
-            "g_vector": np.log(rng.uniform(0.9, 1.0, (bh, n, d))).astype(np.float32),
-            "beta": rng.uniform(0.0, 1.0, (bh, n)).astype(np.float32)}
+    x = {"q": q, "k": k, "v": v, "unit_k": k / np.linalg.norm(k, axis=-1, keepdims=True),
+         "g_scalar": np.log(rng.uniform(0.9, 1.0, (bh, n))).astype(np.float32),
+         "g_vector": np.log(rng.uniform(0.9, 1.0, (bh, n, d))).astype(np.float32),
+         "beta": rng.uniform(0.0, 1.0, (bh, n)).astype(np.float32)}
+    k2, v2 = rng.standard_normal((2, bh, n, 2, d), dtype=np.float32)
+    return {**x, "unit_k2": k2 / np.linalg.norm(k2, axis=-1, keepdims=True), "v2": v2,
+            "beta2": rng.uniform(0.0, 1.0, (bh, n, 2)).astype(np.float32)}
 
 
 def calls(variant: str, x: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[], Any]]:
@@ -71,6 +77,11 @@ def calls(variant: str, x: dict[str, Any]) -> tuple[Callable[[], Any], Callable[
                                       chunk_size=CHUNK),
                 lambda: peers.torch_chunkwise_delta_rule(t["q"], t["unit_k"], t["v"], t["beta"],
                                                          t["g_scalar"], chunk_size=CHUNK))
+    if variant == "delta product":
+        return (lambda: la.delta_product(x["q"], x["unit_k2"], x["v2"], x["beta2"], x["g_scalar"], backend="numba",
+                                         chunk_size=CHUNK),
+                lambda: peers.torch_chunkwise_delta_product(t["q"], t["unit_k2"], t["v2"], t["beta2"],
+                                                            t["g_scalar"], chunk_size=CHUNK))
     gate = "g_scalar" if variant == "gated, scalar decay" else "g_vector"
     peer = peers.torch_chunkwise_simple_gla if gate == "g_scalar" else peers.torch_chunkwise_gla
     return (lambda: la.gated_linear_attention(x["q"], x["k"], x["v"], x[gate], backend="numba",
@@ -94,6 +105,8 @@ def reference(variant: str, x: dict[str, np.ndarray]) -> np.ndarray:
     y = {name: a.astype(np.float64) for name, a in x.items()}
     if variant == "delta rule":
         return la.delta_rule(y["q"], y["unit_k"], y["v"], y["beta"], y["g_scalar"])
+    if variant == "delta product":
+        return la.delta_product(y["q"], y["unit_k2"], y["v2"], y["beta2"], y["g_scalar"])
     return la.gated_linear_attention(y["q"], y["k"], y["v"],
                                      y["g_scalar" if variant == "gated, scalar decay" else "g_vector"])
 

@@ -160,3 +160,20 @@ def sdpa_causal_softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     """Causal softmax attention by torch's fused kernel; q, k, v [B, H, N, d] (4-D keeps the
     fused path on CPU) -> [B, H, N, d_v]. Scale 1/sqrt(d)."""
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def torch_chunkwise_delta_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
+                                  g: torch.Tensor | None = None, chunk_size: int = 64) -> torch.Tensor:
+    """(Gated) DeltaProduct the way flash-linear-attention's chunk reference computes it
+    (``fla/ops/gated_delta_product/chunk_ref.py``): the gated delta rule on the N·n_h steps,
+    token-major, q on each token's last step (zeros before it), g on its first (zeros after),
+    in chunks of ``chunk_size`` steps, then every n_h-th output.
+
+    q [..., N, d_k], k [..., N, n_h, d_k], v [..., N, n_h, d_v], beta [..., N, n_h], g [..., N]
+    (None: no decay) -> [..., N, d_v], q scaled by d_k^-1/2."""
+    n_h = k.shape[-2]
+    q_steps = F.pad(q[..., None, :], (0, 0, n_h - 1, 0)).flatten(-3, -2)  # [..., N·n_h, d_k]
+    g_steps = None if g is None else F.pad(g[..., None], (0, n_h - 1)).flatten(-2)  # [..., N·n_h]
+    out = torch_chunkwise_delta_rule(q_steps, k.flatten(-3, -2), v.flatten(-3, -2), beta.flatten(-2), g_steps,
+                                     chunk_size)
+    return out[..., n_h - 1::n_h, :]
