@@ -18,15 +18,28 @@ from typing import Any
 import numpy as np
 
 from .._checks import is_torch_tensor
+from ..delta_product import on_substeps
 from .numba_blas import FEATURE_CODES, one_blas_thread  # noqa: F401  (one_blas_thread: for benchmarks)
 from .numba_delta import DELTA_FORMS  # noqa: F401  (re-exported: the backend's delta-rule forms)
 from .numba_gated import GATED_FORMS, chunkwise_gated_linear_attention  # noqa: F401  (GATED_FORMS: re-exported)
 
+
+def _on_substeps(delta_form: Any) -> Any:
+    """``delta_form`` as a DeltaProduct form; o copied out of the N·n_h-step output it views."""
+    def form(*arguments: Any) -> tuple[np.ndarray, np.ndarray]:
+        out, state = on_substeps(delta_form, *arguments)
+        return np.ascontiguousarray(out), state
+    return form
+
+
 # The families with kernels here, as :func:`lattn_edu.recurrence.run_recurrence` looks them up;
-# the other models run on the reference backends ('numpy', 'torch').
+# the other models run on the reference backends ('numpy', 'torch'). DeltaProduct has no kernel
+# of its own: the delta-rule kernels run its N·n_h interleaved steps (see
+# :func:`lattn_edu.delta_product.on_substeps`), both forms.
 FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
+    "delta_product": {name: _on_substeps(fn) for name, fn in DELTA_FORMS.items()},
 }
 
 # The feature maps the chunkwise gated form applies itself, chunk by chunk, from raw q and k.
@@ -52,18 +65,3 @@ def to_backend(*arrays: Any) -> tuple[Any, ...]:
         raise TypeError("backend='numba' takes numpy arrays; got torch.Tensor. "
                         "Use backend='torch' for tensors.")
     return (*arrays, lambda out: out)
-
-# DeltaProduct has no kernel of its own: the delta-rule kernels run its N·n_h interleaved steps
-# (see :func:`lattn_edu.delta_product.on_substeps`), both forms.
-from ..delta_product import on_substeps  # noqa: E402
-
-
-def _on_substeps(delta_form: Any) -> Any:
-    """``delta_form`` as a DeltaProduct form; o copied out of the N·n_h-step output it views."""
-    def form(*arguments: Any) -> tuple[np.ndarray, np.ndarray]:
-        out, state = on_substeps(delta_form, *arguments)
-        return np.ascontiguousarray(out), state
-    return form
-
-
-FAMILIES["delta_product"] = {name: _on_substeps(fn) for name, fn in DELTA_FORMS.items()}

@@ -6,6 +6,7 @@ API, so the numpy and the torch backend run these very functions (each backend a
 from __future__ import annotations
 
 from ..delta import chunkwise_delta_rule, recurrent_delta_rule
+from ..delta_product import chunkwise_delta_product, recurrent_delta_product
 from ..gated import (chunkwise_gated_linear_attention, parallel_gated_linear_attention,
                      recurrent_gated_linear_attention)
 from ..generalized_delta import chunkwise_generalized_delta_rule, recurrent_generalized_delta_rule
@@ -30,6 +31,8 @@ DELTA_FORMS = {
 FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
+    # (Gated) DeltaProduct (chapter 13): n_h Householder steps per token
+    "delta_product": {"recurrent": recurrent_delta_product, "chunkwise": chunkwise_delta_product},
     # RWKV-7's diagonal plus low rank (chapter 13): S_t = (diag(exp g_t) + a_t b_tᵀ) S_{t-1} + k_t v_tᵀ
     "generalized_delta": {"recurrent": recurrent_generalized_delta_rule,
                           "chunkwise": chunkwise_generalized_delta_rule},
@@ -41,11 +44,4 @@ FAMILIES = {
     # test-time training with a linear inner model (chapter 14): mini-batch gradient steps
     "ttt_linear": {"recurrent": recurrent_ttt_linear, "chunkwise": chunkwise_ttt_linear},
     "titans_linear": {"recurrent": recurrent_titans_linear, "chunkwise": chunkwise_titans_linear},
-}
-
-from ..delta_product import chunkwise_delta_product, recurrent_delta_product  # noqa: E402  (appended with the family)
-
-FAMILIES["delta_product"] = {
-    "recurrent": recurrent_delta_product,
-    "chunkwise": chunkwise_delta_product,
 }
