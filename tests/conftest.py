@@ -78,7 +78,23 @@ def assert_close(actual, expected, rtol: float | None = None, what: str = "") ->
     if rtol is None:
         rtol = RTOL[np.dtype(a.dtype)] if np.dtype(a.dtype) in RTOL else 1e-10
     abs_err, rel_err = absolute_and_relative_errors(a, e)
+    if AGREEMENT_RECORD:
+        _record_agreement(what, rel_err, rtol, a.dtype)
     assert rel_err <= rtol, f"{what}: relative error {rel_err:.3e} > {rtol:.0e} (max abs error {abs_err:.3e})"
+
+
+# With LATTN_AGREEMENT_RECORD=<file>, every assert_close appends the error it measured, one JSON
+# line with the test's id, to that file: benchmarks/fla_agreement.py reports the figures the
+# tests bound from it (each worker appends whole lines, so xdist is safe).
+AGREEMENT_RECORD = os.environ.get("LATTN_AGREEMENT_RECORD")
+
+
+def _record_agreement(what: str, rel_err: float, rtol: float, dtype) -> None:
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    line = json.dumps({"test": test, "what": what, "relative_error": float(rel_err), "rtol": rtol,
+                       "dtype": np.dtype(dtype).name})
+    with open(AGREEMENT_RECORD, "a") as handle:
+        handle.write(line + "\n")
 
 
 @pytest.fixture

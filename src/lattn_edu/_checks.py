@@ -188,7 +188,7 @@ def check_scale(scale: Any, d_k: int) -> float:
     return float(scale)
 
 
-def _match_kind(x: Any, name: str, like: Any) -> Any:
+def match_kind(x: Any, name: str, like: Any) -> Any:
     """``x`` as a float array of ``like``'s kind (numpy or torch) and dtype, finite."""
     x = as_float_array(x, name)
     if is_torch_tensor(x) != is_torch_tensor(like):
@@ -202,7 +202,7 @@ def _match_kind(x: Any, name: str, like: Any) -> Any:
 def check_per_step(x: Any, name: str, q: Any, widths: tuple[str, ...], valid: str) -> Any:
     """A per-step gate: [..., N] (``"scalar"`` in widths) or [..., N, d_k] (``"vector"``),
     broadcast to q's leading axes. ``valid`` describes the value range for messages."""
-    x = _match_kind(x, name, q)
+    x = match_kind(x, name, q)
     lead, n, d_k = tuple(q.shape[:-2]), q.shape[-2], q.shape[-1]
     targets = {"scalar": lead + (n,), "vector": lead + (n, d_k)}
     target = targets["scalar"] if x.ndim == q.ndim - 1 else targets["vector"] if x.ndim == q.ndim else None
@@ -259,7 +259,7 @@ def check_initial_state(state: Any, q: Any, v: Any, name: str = "initial_state")
 
 def check_state_part(x: Any, name: str, like: Any, shape: tuple[int, ...], layout: str) -> Any:
     """``x`` of exactly ``shape``, with ``like``'s kind (numpy or torch) and dtype, finite."""
-    x = _match_kind(x, name, like)
+    x = match_kind(x, name, like)
     if tuple(x.shape) != shape:
         raise ValueError(f"{name} must have shape {list(shape)} ({layout}); got {list(x.shape)}")
     return x

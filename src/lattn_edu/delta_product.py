@@ -23,7 +23,7 @@ from typing import Any
 
 from array_api_compat import device
 
-from ._checks import (_match_kind, array_namespace, check_bool, check_choice, check_initial_state,
+from ._checks import (match_kind, array_namespace, check_bool, check_choice, check_initial_state,
                       check_log_decay, check_positive_int, check_scale, check_sequence, extreme)
 from .delta import chunkwise_delta_rule
 from .gated import per_key_log_decay, read_state, start_state
@@ -100,7 +100,7 @@ def chunkwise_delta_product(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, s
 def _check_steps(q: Any, k: Any, v: Any, beta: Any) -> tuple[Any, Any, Any, Any]:
     """q [..., N, d_k] and per-step k [..., N, n_h, d_k], v [..., N, n_h, d_v], β [..., N, n_h] in [0, 2]."""
     q = check_sequence(q, "q")
-    k, v, beta = _match_kind(k, "k", q), _match_kind(v, "v", q), _match_kind(beta, "beta", q)
+    k, v, beta = match_kind(k, "k", q), match_kind(v, "v", q), match_kind(beta, "beta", q)
     tokens, d_k = tuple(q.shape[:-1]), q.shape[-1]
     if k.ndim != q.ndim + 1 or tuple(k.shape[:-2]) != tokens or k.shape[-1] != d_k or k.shape[-2] == 0:
         raise ValueError(f"k must have shape {list(tokens)} + [n_h, {d_k}] ([..., N, n_h, d_k]: n_h >= 1 keys "

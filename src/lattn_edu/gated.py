@@ -124,7 +124,7 @@ def parallel_gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, scal
     xp = array_namespace(q)
     g = per_key_log_decay(log_decay, q)  # [..., N, 1 | d_k]
     out = scale * (gated_weights(q, k, g) @ v)  # [..., N, d_v]
-    decay_to_end = _tail_sums(g)  # Σ_{l>j} g_l  [..., N, 1 | d_k]
+    decay_to_end = tail_sums(g)  # Σ_{l>j} g_l  [..., N, 1 | d_k]
     state = xp.matrix_transpose(k * xp.exp(decay_to_end)) @ v  # [..., d_k, d_v]
     if initial_state is not None:
         decay_from_start = xp.cumulative_sum(g, axis=-2)  # Σ_{l<=i} g_l  [..., N, 1 | d_k]
@@ -133,7 +133,7 @@ def parallel_gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, scal
     return out, state
 
 
-def _tail_sums(g: Any) -> Any:
+def tail_sums(g: Any) -> Any:
     """Σ_{l=j+1..N} g_l for every j, [..., N, w]: how much key j decays before the end."""
     xp = array_namespace(g)
     backwards = xp.flip(g, axis=-2)[..., :-1, :]  # g_N, ..., g_2
@@ -160,7 +160,7 @@ def chunkwise_gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, sca
         inner = gated_weights(q_c, k_c, g_c) @ v_c  # [..., C, d_v]
         decay_in = xp.cumulative_sum(g_c, axis=-2)  # b_t  [..., C, 1 | d_k]
         outputs.append(scale * (inner + (q_c * xp.exp(decay_in)) @ state))
-        decay_out = _tail_sums(g_c)  # b_last - b_j, summed directly  [..., C, 1 | d_k]
+        decay_out = tail_sums(g_c)  # b_last - b_j, summed directly  [..., C, 1 | d_k]
         state = (xp.exp(decay_in[..., -1, :, None]) * state
                  + xp.matrix_transpose(k_c * xp.exp(decay_out)) @ v_c)
     return xp.concat(outputs, axis=-2), state

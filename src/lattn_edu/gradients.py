@@ -24,7 +24,7 @@ import numpy as np
 
 from ._checks import (check_choice, check_log_decay, check_positive_int, check_qkv, check_scale,
                       check_sequence, is_torch_tensor)
-from .gated import _tail_sums, gated_weights, per_key_log_decay, segment_sums, start_state
+from .gated import tail_sums, gated_weights, per_key_log_decay, segment_sums, start_state
 
 VJP_FORMS = ("recurrent", "chunkwise")
 
@@ -77,7 +77,7 @@ def chunk_boundary_states(k: np.ndarray, v: np.ndarray, g: np.ndarray, chunk_siz
     for start in range(0, k.shape[-2] - chunk_size, chunk_size):
         chunk = slice(start, start + chunk_size)
         g_c = g[..., chunk, :]
-        decay_out = np.exp(_tail_sums(g_c))  # Π_{l>j} a_l inside the chunk  [..., C, w]
+        decay_out = np.exp(tail_sums(g_c))  # Π_{l>j} a_l inside the chunk  [..., C, w]
         states.append(np.exp(g_c.sum(-2))[..., None] * states[-1]
                       + (k[..., chunk, :] * decay_out).swapaxes(-1, -2) @ v[..., chunk, :])
     return states
@@ -94,7 +94,7 @@ def chunkwise_vjp(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, gr
         q_c, k_c, v_c, g_c = q[..., chunk, :], k[..., chunk, :], v[..., chunk, :], g[..., chunk, :]
         do_c = scale * grad_o[..., chunk, :]  # [..., C, d_v]
         decay_in = np.exp(np.cumsum(g_c, axis=-2))  # Π_{l<=t} a_l from the chunk start  [..., C, w]
-        decay_out = np.exp(_tail_sums(g_c))  # Π_{l>t} a_l to the chunk end  [..., C, w]
+        decay_out = np.exp(tail_sums(g_c))  # Π_{l>t} a_l to the chunk end  [..., C, w]
         causal = np.tri(q_c.shape[-2], dtype=q.dtype) * (do_c @ v_c.swapaxes(-1, -2))  # do_i·v_j
         dq[..., chunk, :] = (_masked_products(causal, k_c, g_c, transpose=False)
                              + decay_in * (do_c @ states[index].swapaxes(-1, -2)))

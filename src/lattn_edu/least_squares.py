@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (_match_kind, array_namespace, as_float_array, check_bool, check_choice, check_finite,
+from ._checks import (match_kind, array_namespace, as_float_array, check_bool, check_choice, check_finite,
                       check_log_decay, check_per_step, check_positive_int, check_qkv, check_scale,
                       check_state_part, dtype_name, extreme, is_torch_tensor)
 from .gated import decay_mask, per_key_log_decay, read_state, start_state
@@ -147,7 +147,7 @@ def check_ridge(ridge: Any, q: Any) -> Any:
     an array of q's kind, dtype and device of exactly that shape."""
     target = tuple(q.shape[:-2]) + (q.shape[-1],)
     if is_torch_tensor(ridge):
-        ridge = _match_kind(ridge, "ridge", q)  # a tensor keeps its autograd graph
+        ridge = match_kind(ridge, "ridge", q)  # a tensor keeps its autograd graph
     elif isinstance(ridge, bool) or not isinstance(ridge, (numbers.Real, np.ndarray)):
         raise TypeError(f"ridge must be a float or an array broadcasting to {list(target)}; "
                         f"got {type(ridge).__name__}")

@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (_match_kind, array_namespace, check_bool, check_choice, check_log_decay,
+from ._checks import (match_kind, array_namespace, check_bool, check_choice, check_log_decay,
                       check_positive_int, check_qkv, check_scale, check_state_part, is_torch_tensor)
-from .gated import _tail_sums, decay_mask, read_state, start_state
+from .gated import tail_sums, decay_mask, read_state, start_state
 from .recurrence import run_recurrence
 
 LOG_LINEAR_FORMS = ("recurrent", "parallel", "chunkwise")
@@ -132,7 +132,7 @@ def log_linear_block(q: Any, k: Any, v: Any, log_decay: Any, level_weights: Any,
 
     inner = ((q @ xp.matrix_transpose(k)) * hierarchical_mask(log_decay, level_weights, position)) @ v
     decay_in = xp.cumulative_sum(log_decay, axis=-1)  # b_t  [..., n]
-    decay_out = _tail_sums(log_decay[..., None])[..., 0]  # b_e − b_s, summed directly  [..., n]
+    decay_out = tail_sums(log_decay[..., None])[..., 0]  # b_e − b_s, summed directly  [..., n]
     end = on_device(fenwick_levels(n, position)[-1] == np.arange(n_levels)[:, None])  # [L, n]: ℓ = level(e, s)
     keys = xp.matrix_transpose(end[:, :, None] * (k * xp.exp(decay_out)[..., None])[..., None, :, :])
     new_bank = keys @ v[..., None, :, :]  # Σ_{level(e,s)=ℓ} exp(b_e − b_s) k_s v_sᵀ  [..., L, d_k, d_v]
@@ -200,7 +200,7 @@ def check_position(initial_state: Any) -> tuple[Any, int]:
 
 def check_level_weights(level_weights: Any, q: Any, position: int) -> Any:
     """λ [..., N, L] with L >= bit_length(position + N − 1) + 1, finite, broadcast to q's leading axes."""
-    level_weights = _match_kind(level_weights, "level_weights", q)
+    level_weights = match_kind(level_weights, "level_weights", q)
     lead, n = tuple(q.shape[:-2]), q.shape[-2]
     needed = levels_needed(position + n)
     if level_weights.ndim != q.ndim or level_weights.shape[-2] != n:
