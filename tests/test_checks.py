@@ -399,3 +399,13 @@ def test_every_check_is_tested_here():
     source = open(__file__, encoding="utf-8").read()
     untested = sorted(name for name in public if not re.search(rf"checks\.{name}\(", source))
     assert not untested, f"no test calls {untested}"
+
+
+def test_match_kind_wants_qs_array_kind_dtype_and_finite_values():
+    assert checks.match_kind(Q[..., 0], "beta", Q).dtype == Q.dtype
+    assert_refused(lambda: checks.match_kind(Q.astype(np.float32), "beta", Q), TypeError,
+                   "beta must have q's dtype float64", "got float32")
+    assert_refused(lambda: checks.match_kind(np.full(3, np.nan), "beta", Q), ValueError, "beta")
+    torch = pytest.importorskip("torch")
+    assert_refused(lambda: checks.match_kind(torch.zeros(3, dtype=torch.float64), "beta", Q), TypeError,
+                   "beta must be a ndarray like q", "got Tensor")
