@@ -14,9 +14,8 @@ pieces of the chunk that span a decay of at most exp(θ), as GLA's kernel builds
 
 from __future__ import annotations
 
-from numba import njit, prange
-
 import numpy as np
+from numba import njit, prange
 
 from .numba_blas import _FAST, _blas_arguments, _gemm, _lower_triangle_matmul, _unit_lower_solve
 from .numba_decay import _decayed_queries, _vector_decay_weights
