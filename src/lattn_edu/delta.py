@@ -59,8 +59,9 @@ def ut_transform(k: Any, beta: Any, log_decay: Any = None) -> Any:
 
     k [..., C, d_k], beta [..., C], log_decay None, [..., C] (one decay per step: A's entries
     are β_i (k_i·k_j) times one factor) or [..., C, d_k] (one per key channel, KDA); returns
-    [..., C, C], lower triangular with a unit diagonal. Row i needs rows j < i: this forward substitution is
-    the part of a chunk that stays sequential. NaN or inf in k or beta is refused by name.
+    [..., C, C], lower triangular with a unit diagonal. Row i needs rows j < i: this forward
+    substitution is the part of a chunk that stays sequential. NaN or inf in k or beta is
+    refused by name.
 
     On torch the same solve is one call to ``torch.linalg.solve_triangular`` (the array API
     has no triangular solve): C dependent steps would be C small launches on a GPU, and
