@@ -114,14 +114,14 @@ BAD = [
     (lambda q, b: la.delta_rule(q, q, q, b + 2.5), ValueError, r"beta must lie in \[0, 2\]"),
     (lambda q, b: la.delta_rule(q, q, q, -b), ValueError, r"beta must lie in \[0, 2\]"),
     (lambda q, b: la.delta_rule(q, q, q, b[..., :3]), ValueError, "beta"),
-    (lambda q, b: la.delta_rule(q, q, q, b, np.zeros(q.shape)), ValueError, "log_decay must have shape"),
+    (lambda q, b: la.delta_rule(q, q, q, b, np.zeros(q.shape[:-1] + (4,))), ValueError, "log_decay of shape"),
     (lambda q, b: la.delta_rule(q, q, q, b, form="parallel"), ValueError, "form must be one of"),
     (lambda q, b: la.delta_rule(q, q, q, b.astype(np.float32)), TypeError, "beta must have q's dtype"),
 ]
 
 
 @pytest.mark.parametrize("call,error,message", BAD, ids=[
-    "beta too large", "beta negative", "beta wrong length", "vector decay", "no parallel form", "beta dtype"])
+    "beta too large", "beta negative", "beta wrong length", "decay of the wrong width", "no parallel form", "beta dtype"])
 def test_bad_input_is_named(call, error, message, rng):
     q, b = rng.standard_normal((2, 9, 3)), rng.uniform(0, 0.6, (2, 9))
     with pytest.raises(error, match=message):

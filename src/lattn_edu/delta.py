@@ -1,8 +1,10 @@
-"""The delta rule: overwrite what a key holds instead of adding to it (chapter 10).
+"""The delta rule: overwrite what a key holds instead of adding to it (chapters 10 and 13).
 
-    S_t = (I - β_t k_t k_tᵀ) (exp(g_t) S_{t-1}) + β_t k_t v_tᵀ,     o_t = scale · S_tᵀ q_t
+    S_t = (I - β_t k_t k_tᵀ) (diag(exp(g_t)) S_{t-1}) + β_t k_t v_tᵀ,     o_t = scale · S_tᵀ q_t
 
-DeltaNet (g = 0) and Gated DeltaNet (a scalar log decay g_t <= 0 per step). The update is
+that is A_t = (I − β_t k_t k_tᵀ) diag(exp(g_t)) and B_t = β_t k_t v_tᵀ. DeltaNet (g = 0), Gated
+DeltaNet (a scalar log decay g_t <= 0 per step, Yang et al. 2024) and Kimi Delta Attention (KDA,
+one log decay per key channel g_t [d_k], Kimi Team 2025, arXiv 2510.26692). The update is
 one gradient step of size β_t on ½‖Sᵀk_t − v_t‖²: it reads what k_t retrieves now and
 writes back only the difference from v_t.
 
@@ -13,11 +15,13 @@ what happens when this is violated).
 
 The chunkwise form (Yang et al. 2024) packs the C sequential rank-1 updates of a chunk into
 matrix products: with A = tril(diag(β) K Kᵀ, −1) (gated: entries times Π exp(g) between the
-two steps) and T = (I + A)⁻¹ from one triangular solve (the UT transform),
+two steps; KDA: A_ij = β_i Σ_r k_ir k_jr exp(b_ir − b_jr), one decay per channel) and
+T = (I + A)⁻¹ from one triangular solve (the UT transform),
 
-    W = T diag(β ⊙ exp(b)) K,   U = T diag(β) V − W S_before   (the "pseudo-values")
+    W = T diag(β) (K ⊙ exp(b)),   U = T diag(β) V − W S_before   (the "pseudo-values")
 
-and then the chunk behaves like gated linear attention with values U.
+and then the chunk behaves like gated linear attention with values U. Every decay factor is
+exp of a segment sum <= 0 (never exp(b) times exp(−b)), so no decay overflows.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from array_api_compat import device
 
 from ._checks import (array_namespace, check_beta, check_bool, check_choice, check_finite, check_initial_state,
                       check_log_decay, check_positive_int, check_qkv, check_scale)
-from .gated import decay_mask, per_key_log_decay, read_state, start_state
+from .gated import tail_sums, gated_weights, per_key_log_decay, read_state, start_state
 from .recurrence import run_recurrence
 
 DELTA_FORMS = ("recurrent", "chunkwise")
@@ -38,7 +42,7 @@ def recurrent_delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, scal
                          initial_state: Any = None, chunk_size: int | None = None) -> tuple[Any, Any]:
     """One token at a time: decay, read what k_t retrieves, write back β_t times the error."""
     xp = array_namespace(q)
-    g = per_key_log_decay(log_decay, q)  # [..., N, 1]
+    g = per_key_log_decay(log_decay, q)  # [..., N, 1 | d_k]
     state = start_state(initial_state, k, v)  # S  [..., d_k, d_v]
     outputs = []  # o_t  [..., d_v] each
     for t in range(q.shape[-2]):
@@ -51,11 +55,13 @@ def recurrent_delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, scal
 
 
 def ut_transform(k: Any, beta: Any, log_decay: Any = None) -> Any:
-    """T = (I + A)⁻¹ for one chunk, A[i, j] = β_i (k_i·k_j) Π_{l=j+1..i} exp(g_l) for j < i.
+    """T = (I + A)⁻¹ for one chunk, A[i, j] = β_i Σ_r k_ir k_jr Π_{l=j+1..i} exp(g_lr) for j < i.
 
-    k [..., C, d_k], beta [..., C], log_decay None or [..., C]; returns [..., C, C], lower
-    triangular with a unit diagonal. Row i needs rows j < i: this forward substitution is
-    the part of a chunk that stays sequential. NaN or inf in k or beta is refused by name.
+    k [..., C, d_k], beta [..., C], log_decay None, [..., C] (one decay per step: A's entries
+    are β_i (k_i·k_j) times one factor) or [..., C, d_k] (one per key channel, KDA); returns
+    [..., C, C], lower triangular with a unit diagonal. Row i needs rows j < i: this forward
+    substitution is the part of a chunk that stays sequential. NaN or inf in k or beta is
+    refused by name.
 
     On torch the same solve is one call to ``torch.linalg.solve_triangular`` (the array API
     has no triangular solve): C dependent steps would be C small launches on a GPU, and
@@ -64,8 +70,8 @@ def ut_transform(k: Any, beta: Any, log_decay: Any = None) -> Any:
     check_finite(k, "k")
     check_finite(beta, "beta")
     xp, c = array_namespace(k), k.shape[-2]
-    g = xp.zeros(c, dtype=k.dtype, device=device(k)) if log_decay is None else log_decay  # [C] broadcasts
-    a = xp.tril(beta[..., :, None] * (k @ xp.matrix_transpose(k)) * decay_mask(g), k=-1)  # strictly lower
+    g = per_key_log_decay(log_decay, k)  # [..., C, 1 | d_k]
+    a = xp.tril(beta[..., :, None] * gated_weights(k, k, g), k=-1)  # strictly lower  [..., C, C]
     identity = xp.eye(c, dtype=k.dtype, device=device(k))
     if hasattr(xp.linalg, "solve_triangular"):  # torch
         return xp.linalg.solve_triangular(identity + a, xp.broadcast_to(identity, a.shape), upper=False,
@@ -81,36 +87,37 @@ def chunkwise_delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, scal
                          initial_state: Any = None, chunk_size: int = 64) -> tuple[Any, Any]:
     """Chunks of C tokens: the UT transform turns the chunk's C updates into matrix products.
 
-    With b_t = Σ g over the chunk up to t, L the chunk's decay mask and S the state before it:
-    U = T (diag(β) V − diag(β ⊙ exp(b)) K S),   O = scale · (diag(exp(b)) Q S + ((Q Kᵀ) ⊙ L) U),
-    S_after = exp(b_last) S + (K ⊙ exp(b_last − b))ᵀ U.
+    With b_t = Σ g over the chunk up to t (one per step, or one per key channel), S the state
+    before the chunk and M_ij = Σ_r q_ir k_jr exp(b_ir − b_jr) for j <= i:
+    U = T diag(β) (V − (K ⊙ exp(b)) S),   O = scale · ((Q ⊙ exp(b)) S + M U),
+    S_after = diag(exp(b_last)) S + (K ⊙ exp(b_last − b))ᵀ U.
     """
     xp = array_namespace(q)
-    g = per_key_log_decay(log_decay, q)[..., 0]  # [..., N]
+    g = per_key_log_decay(log_decay, q)  # [..., N, 1 | d_k]
     state = start_state(initial_state, k, v)  # S before the chunk  [..., d_k, d_v]
     outputs = []  # one [..., C, d_v] per chunk
     for start in range(0, q.shape[-2], chunk_size):
         chunk = slice(start, start + chunk_size)
-        q_c, k_c, v_c = q[..., chunk, :], k[..., chunk, :], v[..., chunk, :]  # [..., C, ·]
-        b_c, g_c = beta[..., chunk, None], g[..., chunk]  # [..., C, 1], [..., C]
-        decay_in = xp.exp(xp.cumulative_sum(g_c, axis=-1))[..., None]  # exp(b_t)  [..., C, 1]
+        q_c, k_c, v_c, g_c = q[..., chunk, :], k[..., chunk, :], v[..., chunk, :], g[..., chunk, :]
+        b_c = beta[..., chunk, None]  # [..., C, 1]
+        decay_in = xp.exp(xp.cumulative_sum(g_c, axis=-2))  # exp(b_t)  [..., C, 1 | d_k]
         t_matrix = ut_transform(k_c, beta[..., chunk], g_c)  # [..., C, C]
         w = t_matrix @ (b_c * decay_in * k_c)  # W  [..., C, d_k]
         u = t_matrix @ (b_c * v_c) - w @ state  # pseudo-values U  [..., C, d_v]
-        mask = decay_mask(g_c)  # L  [..., C, C]
-        weights = (q_c @ xp.matrix_transpose(k_c)) * mask  # (Q Kᵀ) ⊙ L  [..., C, C]
+        weights = gated_weights(q_c, k_c, g_c)  # M  [..., C, C]
         outputs.append(scale * ((decay_in * q_c) @ state + weights @ u))
-        decay_out = mask[..., -1, :, None]  # exp(b_last − b_j) = last row of L  [..., C, 1]
-        state = decay_in[..., -1, :, None] * state + xp.matrix_transpose(k_c * decay_out) @ u
+        decay_out = xp.exp(tail_sums(g_c))  # exp(b_last − b_j), summed directly  [..., C, 1 | d_k]
+        state = (xp.matrix_transpose(decay_in[..., -1:, :]) * state
+                 + xp.matrix_transpose(k_c * decay_out) @ u)
     return xp.concat(outputs, axis=-2), state
 
 
 def delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = None, *, scale: float | None = None,
                form: str = "chunkwise", backend: str = "numpy", chunk_size: int = 64,
                initial_state: Any = None, return_state: bool = False) -> Any:
-    """The (gated) delta rule of DeltaNet and Gated DeltaNet.
+    """The (gated) delta rule of DeltaNet, Gated DeltaNet and Kimi Delta Attention (KDA).
 
-    S_t = (I − β_t k_t k_tᵀ)(exp(g_t) S_{t−1}) + β_t k_t v_tᵀ,  o_t = scale · S_tᵀ q_t.
+    S_t = (I − β_t k_t k_tᵀ)(diag(exp(g_t)) S_{t−1}) + β_t k_t v_tᵀ,  o_t = scale · S_tᵀ q_t.
 
     Parameters
     ----------
@@ -119,8 +126,9 @@ def delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = None, *, scal
     v : array [..., N, d_v]
     beta : array [..., N]
         Step sizes in [0, 2]: with unit keys, I − β k kᵀ then has eigenvalues in [−1, 1].
-    log_decay : None or array [..., N]
-        g_t <= 0, one per step and head (Gated DeltaNet); None is DeltaNet.
+    log_decay : None, array [..., N] or array [..., N, d_k]
+        g_t <= 0: one per step and head (Gated DeltaNet), or one per key channel (KDA's
+        fine-grained gate); None is DeltaNet.
     scale : float, optional
         Read-out scale; None means d_k**-0.5.
     form : 'recurrent' | 'chunkwise'
@@ -139,7 +147,7 @@ def delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = None, *, scal
     return_state = check_bool(return_state, "return_state")
     q, k, v = check_qkv(q, k, v, causal=True)
     beta = check_beta(beta, q)
-    log_decay = check_log_decay(log_decay, q, vector=False)
+    log_decay = check_log_decay(log_decay, q)
     initial_state = check_initial_state(initial_state, q, v)
     return run_recurrence("delta", (q, k, v, beta, log_decay), check_scale(scale, q.shape[-1]), form, backend,
                           chunk_size, initial_state, return_state)

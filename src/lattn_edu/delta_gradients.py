@@ -141,6 +141,11 @@ def delta_rule_vjp(q: Any, k: Any, v: Any, beta: Any, grad_o: Any, log_decay: An
     grad_o = check_grad_o(grad_o, q, v, "delta_rule_vjp")
     given = {"beta": tuple(np.shape(beta)), "log_decay": None if log_decay is None else tuple(np.shape(log_decay))}
     beta = check_beta(beta, q)
+    if np.ndim(log_decay) == q.ndim:  # the hand-written sweep carries one decay per step
+        raise ValueError(f"log_decay must have shape [..., N] (one log decay per step) or be None in "
+                         f"delta_rule_vjp; got {list(np.shape(log_decay))}: a per-key-channel log decay (KDA) "
+                         f"has no hand-written gradient here, differentiate la.delta_rule(..., backend='torch') "
+                         f"with autograd instead")
     checked_decay = check_log_decay(log_decay, q, vector=False)
     g = np.zeros(beta.shape, q.dtype) if checked_decay is None else checked_decay  # [..., N]
     dq, dk, dv, d_beta, d_g = delta_vjp(q, k, v, beta, g, grad_o, check_scale(scale, q.shape[-1]), form,

@@ -1,7 +1,10 @@
-"""The (gated) delta rule as numba kernels (chapters 9 and 10): the scan and the chunkwise form
-on BLAS.
+"""The (gated) delta rule as numba kernels (chapters 9, 10 and 13): the scan and the chunkwise
+form on BLAS.
 
-    S_t = (I − β_t k_t k_tᵀ)(exp(g_t) S_{t-1}) + β_t k_t v_tᵀ,     o_t = scale · S_tᵀ q_t
+    S_t = (I − β_t k_t k_tᵀ)(diag(exp(g_t)) S_{t-1}) + β_t k_t v_tᵀ,     o_t = scale · S_tᵀ q_t
+
+with g None, one log decay per step (Gated DeltaNet) or one per key channel (Kimi Delta
+Attention, whose chunkwise kernel is :mod:`.numba_kda`).
 
 The same algorithms as the numpy reference :mod:`lattn_edu.delta`, with its signatures:
 ``(q, k, v, beta, log_decay, scale, initial_state, chunk_size) -> (o, final_state)``.
@@ -23,41 +26,48 @@ from numba import njit, prange
 
 from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
                          _unit_lower_solve, one_blas_thread)
-from .numba_gated import flatten_inputs
+from .numba_gated import _SPAN, flatten_inputs
+from .numba_kda import _kda_chunkwise_kernel
 
 
 @njit(cache=True, fastmath=_FAST)
-def _recurrent_sequence(q, k, v, beta, g, decayed, scale, s, out):
-    """The scan of one sequence, s [d_k, d_v] updated in place; g [N] (unread unless ``decayed``).
+def _recurrent_sequence(q, k, v, beta, g, kind, scale, s, out):
+    """The scan of one sequence, s [d_k, d_v] updated in place; g [N, w]: kind 0 no decay (g
+    unread), 1 one decay per step (w = 1), 2 one per key channel (w = d_k, KDA).
 
-    Per token two passes over S: the error e = β (v − exp(g) Sᵀk), then
-    S_r ← exp(g) S_r + k_r e and o += scale q_r S_r, row r of S at a time.
+    Per token two passes over S: the error e = β (v − (diag(exp(g)) S)ᵀk), then
+    S_r ← exp(g_r) S_r + k_r e and o += scale q_r S_r, row r of S at a time.
     """
     n, d_k, d_v = k.shape[0], k.shape[1], v.shape[1]
-    one = v.dtype.type(1)
     error = np.empty(d_v, v.dtype)
+    decay = np.ones(d_k, v.dtype)  # exp(g_t), one per row of S
     for t in range(n):
-        decay = np.exp(g[t]) if decayed else one
+        if kind == 1:
+            decay[:] = np.exp(g[t, 0])
+        elif kind == 2:
+            for r in range(d_k):
+                decay[r] = np.exp(g[t, r])
         k_t, v_t, o = k[t], v[t], out[t]
         error[:] = 0
         for r in range(d_k):
+            k_r = k_t[r] * decay[r]
             for c in range(d_v):
-                error[c] += k_t[r] * s[r, c]  # Sᵀk
+                error[c] += k_r * s[r, c]  # (diag(exp(g)) S)ᵀk
         for c in range(d_v):
-            error[c] = beta[t] * (v_t[c] - decay * error[c])
+            error[c] = beta[t] * (v_t[c] - error[c])
         o[:] = 0
         for r in range(d_k):
-            k_r, q_r = k_t[r], q[t, r] * scale
+            k_r, q_r, decay_r = k_t[r], q[t, r] * scale, decay[r]
             for c in range(d_v):
-                s[r, c] = decay * s[r, c] + k_r * error[c]
+                s[r, c] = decay_r * s[r, c] + k_r * error[c]
                 o[c] += q_r * s[r, c]
 
 
 @njit(cache=True, parallel=True)
-def _recurrent_kernel(q, k, v, beta, g, decayed, scale, state, out):
+def _recurrent_kernel(q, k, v, beta, g, kind, scale, state, out):
     """The scan of B sequences [B, N, ·], shared among the threads."""
     for b in prange(q.shape[0]):
-        _recurrent_sequence(q[b], k[b], v[b], beta[b], g[b], decayed, scale, state[b], out[b])
+        _recurrent_sequence(q[b], k[b], v[b], beta[b], g[b], kind, scale, state[b], out[b])
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
@@ -140,11 +150,10 @@ def recurrent_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.n
                          log_decay: np.ndarray | None, scale: float,
                          initial_state: np.ndarray | None = None,
                          chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The scan in one kernel: (o [..., N, d_v], S_N [..., d_k, d_v])."""
-    q, k, v, _, _, state, out, unflatten = flatten_inputs(q, k, v, None, initial_state)
+    """The scan in one kernel (log_decay None, [..., N] or [..., N, d_k]): (o [..., N, d_v], S_N [..., d_k, d_v])."""
+    q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
     batch, n, dtype = v.shape[0], v.shape[1], v.dtype
-    beta, g = _flatten_steps(beta, batch, n, dtype), _flatten_steps(log_decay, batch, n, dtype)
-    arguments = (q, k, v, beta, g, log_decay is not None, dtype.type(scale), state, out)
+    arguments = (q, k, v, _flatten_steps(beta, batch, n, dtype), g, kind, dtype.type(scale), state, out)
     if batch == 1:  # one sequence (a decoding step): waking threads would cost more than the work
         _recurrent_sequence(*(x[0] if isinstance(x, np.ndarray) else x for x in arguments))
     else:
@@ -156,7 +165,15 @@ def chunkwise_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.n
                          log_decay: np.ndarray | None, scale: float,
                          initial_state: np.ndarray | None = None,
                          chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N)."""
+    """Chunks of ``chunk_size`` tokens on BLAS (one BLAS thread per numba thread): (o, S_N).
+    A log_decay [..., N, d_k] (KDA) runs :func:`.numba_kda._kda_chunkwise_kernel`."""
+    if log_decay is not None and log_decay.ndim == q.ndim:
+        q, k, v, g, _, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state)
+        batch, n, dtype = v.shape[0], v.shape[1], v.dtype
+        with one_blas_thread():
+            _kda_chunkwise_kernel(q, k, v, _flatten_steps(beta, batch, n, dtype), g, dtype.type(scale),
+                                  int(chunk_size), dtype.type(_SPAN[dtype]), dtype == np.float32, state, out)
+        return unflatten(out, state)
     q, k, v, _, _, state, out, unflatten = flatten_inputs(q, k, v, None, initial_state)
     batch, n, dtype = v.shape[0], v.shape[1], v.dtype
     beta, g = _flatten_steps(beta, batch, n, dtype), _flatten_steps(log_decay, batch, n, dtype)

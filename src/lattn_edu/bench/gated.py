@@ -1,7 +1,7 @@
 """The gated family of ``lattn-edu bench --families gated``: chunkwise kernels against torch peers (chapters 9-11).
 
 For d in (64, 128) and N from 1,024 to 16,384 (batch·heads = 8, float32, d_v = d, chunks of
-64) it times four chunkwise forms of ours, each through the public function on the numba
+64) it times five chunkwise forms of ours, each through the public function on the numba
 backend, against its peer in :mod:`lattn_edu.bench.peers` (written the way
 flash-linear-attention's naive chunk references are), interleaved round by round on the
 same inputs:
@@ -9,6 +9,7 @@ same inputs:
 - gated linear attention with one log decay per step (Mamba-2, simple GLA);
 - gated linear attention with one log decay per key channel (GLA);
 - the gated delta rule (Gated DeltaNet), unit-norm keys;
+- Kimi Delta Attention (the delta rule with one log decay per key channel), unit-norm keys;
 - Gated DeltaProduct with n_h = 2 keys per token, unit-norm keys (ours: chunks of 64 tokens,
   128 steps; the peer: chunks of 64 steps, as flash-linear-attention's chunk reference runs it).
 
@@ -39,7 +40,8 @@ from .methods import BATCH_HEADS, CHUNK, DECODE_SIZES, Family, Method, Settings,
 DIMS = (64, 128)
 SIZES = (1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (1024, 4096)
-VARIANTS = ("gated, scalar decay", "gated, vector decay", "delta rule", "delta product")
+VARIANTS = ("gated, scalar decay", "gated, vector decay", "delta rule", "kimi delta attention",
+            "delta product")
 ORIGINS = ("ours", "peer")
 
 # No size limit binds here (the forms are all linear in N and allocate per chunk), hence the
@@ -77,6 +79,11 @@ def calls(variant: str, x: dict[str, Any]) -> tuple[Callable[[], Any], Callable[
                                       chunk_size=CHUNK),
                 lambda: peers.torch_chunkwise_delta_rule(t["q"], t["unit_k"], t["v"], t["beta"],
                                                          t["g_scalar"], chunk_size=CHUNK))
+    if variant == "kimi delta attention":
+        return (lambda: la.delta_rule(x["q"], x["unit_k"], x["v"], x["beta"], x["g_vector"], backend="numba",
+                                      chunk_size=CHUNK),
+                lambda: peers.torch_chunkwise_kda(t["q"], t["unit_k"], t["v"], t["beta"], t["g_vector"],
+                                                  chunk_size=CHUNK))
     if variant == "delta product":
         return (lambda: la.delta_product(x["q"], x["unit_k2"], x["v2"], x["beta2"], x["g_scalar"], backend="numba",
                                          chunk_size=CHUNK),
@@ -105,6 +112,8 @@ def reference(variant: str, x: dict[str, np.ndarray]) -> np.ndarray:
     y = {name: a.astype(np.float64) for name, a in x.items()}
     if variant == "delta rule":
         return la.delta_rule(y["q"], y["unit_k"], y["v"], y["beta"], y["g_scalar"])
+    if variant == "kimi delta attention":
+        return la.delta_rule(y["q"], y["unit_k"], y["v"], y["beta"], y["g_vector"])
     if variant == "delta product":
         return la.delta_product(y["q"], y["unit_k2"], y["v2"], y["beta2"], y["g_scalar"])
     return la.gated_linear_attention(y["q"], y["k"], y["v"],

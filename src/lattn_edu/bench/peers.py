@@ -26,6 +26,9 @@ Each takes q, k [..., N, d_k], v [..., N, d_v] and scales q by d_k^-1/2:
   intra-chunk weights from sub-chunks of 16 as GLA's kernels build them;
 - :func:`torch_chunkwise_delta_rule`: the gated delta rule with β [..., N] and g [..., N],
   in the WY / UT-transform representation.
+- :func:`torch_chunkwise_kda`: Kimi Delta Attention, the delta rule with g [..., N, d_k]
+  (``fla/ops/kda/naive.py``'s chunk form), its two per-channel [C, C] matrices from sub-chunks
+  of 16 as for GLA, the UT transform by a triangular solve.
 """
 
 from __future__ import annotations
@@ -177,3 +180,53 @@ def torch_chunkwise_delta_product(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     out = torch_chunkwise_delta_rule(q_steps, k.flatten(-3, -2), v.flatten(-3, -2), beta.flatten(-2), g_steps,
                                      chunk_size)
     return out[..., n_h - 1::n_h, :]
+
+
+def _per_channel_weights(x: torch.Tensor, k: torch.Tensor, b: torch.Tensor, sub_chunk: int) -> torch.Tensor:
+    """Σ_r x_ir k_jr exp(b_ir − b_jr) for j <= i (0 above), [..., n_c, C, C], from x, k, b
+    [..., n_c, C, d_k]: between sub-chunks both sides rescaled to the start of x's sub-chunk
+    (factors <= 1) and multiplied; inside one, a loop over its key positions."""
+    chunk_size = x.shape[-2]
+    weights = x.new_zeros(*x.shape[:-1], chunk_size)
+    for start in range(0, chunk_size, sub_chunk):
+        rows = slice(start, start + sub_chunk)
+        reference = b[..., start:start + 1, :]
+        x_sub, b_sub = x[..., rows, :], b[..., rows, :]
+        if start > 0:
+            x_scaled = x_sub * torch.exp(b_sub - reference)
+            k_scaled = k[..., :start, :] * torch.exp(reference - b[..., :start, :])
+            weights[..., rows, :start] = x_scaled @ k_scaled.transpose(-1, -2)
+        for j in range(start, min(start + sub_chunk, chunk_size)):
+            exponent = (b_sub - b[..., j:j + 1, :]).clamp(max=0)  # rows before j are masked below
+            column = (x_sub * k[..., j:j + 1, :] * torch.exp(exponent)).sum(-1)
+            weights[..., rows, j] = column * (torch.arange(start, start + sub_chunk, device=x.device) >= j)
+    return weights
+
+
+def torch_chunkwise_kda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
+                        g: torch.Tensor, chunk_size: int = 64, sub_chunk: int = 16) -> torch.Tensor:
+    """Kimi Delta Attention S_t = (I − β_t k_t k_tᵀ) diag(exp(g_t)) S_{t-1} + β_t k_t v_tᵀ,
+    o_t = d_k^-1/2 · S_tᵀ q_t, with β [..., N] and g [..., N, d_k] -> [..., N, d_v].
+
+    Per chunk, with b the in-chunk cumulative g, T = (I + strict_tril(diag(β) A_kk))⁻¹ by a
+    triangular solve for all chunks at once, W = T diag(β) (K ⊙ exp(b)) and U = T diag(β) V;
+    then chunk by chunk the pseudo-values U − W S feed the output (with A_qk) and the state."""
+    n, d_k = q.shape[-2:]
+    q, k, v, g = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v, g))
+    beta = _chunked(beta[..., None], chunk_size)  # [..., n_c, C, 1]
+    b = torch.cumsum(g, dim=-2)  # [..., n_c, C, d_k]
+    eye = torch.eye(chunk_size, dtype=q.dtype, device=q.device)
+    system = eye + (beta * _per_channel_weights(k, k, b, sub_chunk)).tril(-1)
+    t_matrix = torch.linalg.solve_triangular(system, eye.expand_as(system), upper=False, unitriangular=True)
+    w = t_matrix @ (beta * torch.exp(b) * k)  # [..., n_c, C, d_k]
+    u = t_matrix @ (beta * v)  # [..., n_c, C, d_v]
+    inner_weights = _per_channel_weights(q, k, b, sub_chunk)
+    last = b[..., -1:, :]  # [..., n_c, 1, d_k]
+    q_decayed, k_decayed = q * torch.exp(b), k * torch.exp(last - b)
+    state = q.new_zeros(*q.shape[:-3], d_k, v.shape[-1])
+    out = torch.empty_like(v)
+    for c in range(q.shape[-3]):
+        pseudo = u[..., c, :, :] - w[..., c, :, :] @ state
+        out[..., c, :, :] = q_decayed[..., c, :, :] @ state + inner_weights[..., c, :, :] @ pseudo
+        state = torch.exp(last[..., c, 0, :, None]) * state + k_decayed[..., c, :, :].transpose(-1, -2) @ pseudo
+    return out.flatten(-3, -2)[..., :n, :]
