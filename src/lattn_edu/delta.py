@@ -32,7 +32,7 @@ from array_api_compat import device
 
 from ._checks import (array_namespace, check_beta, check_bool, check_choice, check_finite, check_initial_state,
                       check_log_decay, check_positive_int, check_qkv, check_scale)
-from .gated import tail_sums, gated_weights, per_key_log_decay, read_state, start_state
+from .gated import gated_weights, per_key_log_decay, read_state, start_state, tail_sums
 from .recurrence import run_recurrence
 
 DELTA_FORMS = ("recurrent", "chunkwise")

@@ -23,8 +23,8 @@ from typing import Any
 
 from array_api_compat import device
 
-from ._checks import (match_kind, array_namespace, check_bool, check_choice, check_initial_state,
-                      check_log_decay, check_positive_int, check_scale, check_sequence, extreme)
+from ._checks import (array_namespace, check_bool, check_choice, check_initial_state, check_log_decay,
+                      check_positive_int, check_scale, check_sequence, extreme, match_kind)
 from .delta import chunkwise_delta_rule
 from .gated import per_key_log_decay, read_state, start_state
 from .recurrence import run_recurrence

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._checks import (check_choice, check_log_decay, check_positive_int, check_qkv, check_scale,
                       check_sequence, is_torch_tensor)
-from .gated import tail_sums, gated_weights, per_key_log_decay, segment_sums, start_state
+from .gated import gated_weights, per_key_log_decay, segment_sums, start_state, tail_sums
 
 VJP_FORMS = ("recurrent", "chunkwise")
 

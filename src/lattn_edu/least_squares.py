@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (match_kind, array_namespace, as_float_array, check_bool, check_choice, check_finite,
+from ._checks import (array_namespace, as_float_array, check_bool, check_choice, check_finite,
                       check_log_decay, check_per_step, check_positive_int, check_qkv, check_scale,
-                      check_state_part, dtype_name, extreme, is_torch_tensor)
+                      check_state_part, dtype_name, extreme, is_torch_tensor, match_kind)
 from .gated import decay_mask, per_key_log_decay, read_state, start_state
 from .recurrence import run_recurrence
 

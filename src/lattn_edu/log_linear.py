@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (match_kind, array_namespace, check_bool, check_choice, check_log_decay,
-                      check_positive_int, check_qkv, check_scale, check_state_part, is_torch_tensor)
-from .gated import tail_sums, decay_mask, read_state, start_state
+from ._checks import (array_namespace, check_bool, check_choice, check_log_decay, check_positive_int,
+                      check_qkv, check_scale, check_state_part, is_torch_tensor, match_kind)
+from .gated import decay_mask, read_state, start_state, tail_sums
 from .recurrence import run_recurrence
 
 LOG_LINEAR_FORMS = ("recurrent", "parallel", "chunkwise")

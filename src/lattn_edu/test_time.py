@@ -25,9 +25,11 @@ with the write B = −η_last Σ_s [k_s; 1] ∇_z ℓ_sᵀ, which depends on the
 mini-batch's start through the layer norm (the model is not linear in its state).
 
 Titans with a linear memory (Behrouz, Zhong and Mirrokni 2024, "Titans: Learning to Memorize
-at Test Time", arXiv 2501.00663, section 3.1), the same inner model with its loss as that
-paper writes it, ℓ_t = ‖f(k_t) − (v_t − k_t)‖² (no ½), a momentum S (the "surprise") and a
-forgetting gate, for W and b alike:
+at Test Time", arXiv 2501.00663, section 3.1): the paper's loss ‖M(k_t) − v_t‖² (no ½) with
+this module's inner model as the memory, M(k) = k + LN(k W + b), so ℓ_t = ‖f(k_t) − (v_t − k_t)‖²
+(the paper's memory is a plain map with target v_t; the layer norm and its residual are TTT's
+and flash-linear-attention's reading, which the API's ``ln_weight`` and ``ln_bias`` ask for),
+and the paper's momentum S (the "surprise") and forgetting gate, for W and b alike:
 
     S_t = η_t S_{t−1} − θ_t ∇ℓ(M_{t'}; x_t),   M_t = (1 − α_t) M_{t−1} + S_t,
 
