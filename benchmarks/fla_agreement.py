@@ -4,8 +4,9 @@ Run: python benchmarks/fla_agreement.py   (writes benchmarks/results/fla_agreeme
 
 It runs the suite's comparisons with fla-core's naive references (the tests named below,
 ``-k fla``) with ``LATTN_AGREEMENT_RECORD`` set, so every ``assert_close`` they make appends the
-relative (RMS) error it measured, and reports the worst per model, backend, form and dtype of
-our side. These are the figures the tests bound by 1e-4 (fla computes in float32), measured
+relative (RMS) error it measured, and reports the worst per model, backend, form and dtype (the
+narrower of the two arrays compared: ours in float32 shows as float32; fla computes in float32
+whatever it is given, so a float64 row is our float64 form against fla's float32 arithmetic). These are the figures the tests bound by 1e-4 (fla computes in float32), measured
 by the tests themselves rather than by a second copy of their layout conversions.
 """
 
@@ -22,8 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {  # test file -> the public function it compares with fla
-    "test_fla_reference.py": "gated_linear_attention, retention, delta_rule (Part II)",
-    "test_kda.py": "delta_rule, per-channel decay (KDA)",
+    "test_fla_reference.py": "Part II: gated, retention, delta_rule",
+    "test_kda.py": "delta_rule, per-channel g (KDA)",
     "test_delta_product.py": "delta_product",
     "test_generalized_delta.py": "generalized_delta_rule",
     "test_log_linear.py": "log_linear_attention",
@@ -76,9 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     from importlib.metadata import version  # of fla-core: importing fla itself wants triton
 
     rows = worst_rows(measure())
-    print(f"{'model':50} {'test':42} {'backend':8} {'form':10} {'dtype':8} worst rel. error")
+    print(f"{'model':38} {'test':44} {'backend':8} {'form':10} {'dtype':8} worst rel. error")
     for r in rows:
-        print(f"{r['model']:50} {r['test']:42} {r['backend']:8} {r['form']:10} {r['dtype']:8} "
+        print(f"{r['model']:38} {r['test']:44} {r['backend']:8} {r['form']:10} {r['dtype']:8} "
               f"{r['worst_relative_error']:.1e}")
     record = {"fla_core": version("fla-core"), "torch": version("torch"), "numpy": version("numpy"),
               "rows": rows}

@@ -79,7 +79,7 @@ def assert_close(actual, expected, rtol: float | None = None, what: str = "") ->
         rtol = RTOL[np.dtype(a.dtype)] if np.dtype(a.dtype) in RTOL else 1e-10
     abs_err, rel_err = absolute_and_relative_errors(a, e)
     if AGREEMENT_RECORD:
-        _record_agreement(what, rel_err, rtol, a.dtype)
+        _record_agreement(what, rel_err, rtol, min((a.dtype, e.dtype), key=lambda t: np.dtype(t).itemsize))
     assert rel_err <= rtol, f"{what}: relative error {rel_err:.3e} > {rtol:.0e} (max abs error {abs_err:.3e})"
 
 

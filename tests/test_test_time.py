@@ -5,6 +5,7 @@ other, the backends, autograd, their special cases, flash-linear-attention's nai
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 import lattn_edu as la
 from lattn_edu.test_time import inner_gradient
 
-from conftest import assert_close
+from conftest import assert_close, to_numpy
 
 torch = pytest.importorskip("torch")
 
@@ -295,18 +296,21 @@ def test_ttt_against_fla(rng, n):
                                    1e-6, 16, torch.tensor(w0).float(), torch.tensor(b0).float(), True)
         for theirs, wrapped in zip(direct, (bhtd(o), w, b)):
             assert_close(theirs, wrapped, rtol=1e-6)
-    for dtype in (np.float64, np.float32):
-        for form in FORMS:
-            args = [x.astype(dtype) for x in (q, k, v, eta, lw, lb, w0, b0)]
-            out, (w_ours, b_ours) = la.ttt_linear(*args[:6], initial_state=tuple(args[6:]), return_state=True, form=form)
-            assert_close(out, bhtd(o), rtol=1e-4)
-            assert_close(w_ours, w, rtol=1e-4)
-            if pad:
-                _, (_, b_start) = la.ttt_linear(*(x[..., :n - n % 16, :] for x in args[:3]), args[3][..., :n - n % 16],
-                                                *args[4:6], initial_state=tuple(args[6:]), return_state=True)
-                padding = pad * inner_gradient(b_start, 0 * b_start, args[4][:, None], args[5][:, None], 1e-6)
-                b_ours = b_ours - args[3][..., -1:, None] * padding
-            assert_close(b_ours, b, rtol=1e-4)
+    for dtype, form, backend in itertools.product((np.float64, np.float32), FORMS, ("numpy", "torch")):
+        args = [x.astype(dtype) for x in (q, k, v, eta, lw, lb, w0, b0)]
+        ours = [torch.from_numpy(x) for x in args] if backend == "torch" else args
+        out, (w_ours, b_ours) = la.ttt_linear(*ours[:6], initial_state=tuple(ours[6:]), return_state=True, form=form,
+                                              backend=backend)
+        what = f"ttt_linear {backend} {form} {np.dtype(dtype).name}"
+        assert_close(out, bhtd(o), rtol=1e-4, what=what)
+        assert_close(w_ours, w, rtol=1e-4, what=what + " W")
+        b_ours = to_numpy(b_ours)
+        if pad:
+            _, (_, b_start) = la.ttt_linear(*(x[..., :n - n % 16, :] for x in args[:3]), args[3][..., :n - n % 16],
+                                            *args[4:6], initial_state=tuple(args[6:]), return_state=True)
+            padding = pad * inner_gradient(b_start, 0 * b_start, args[4][:, None], args[5][:, None], 1e-6)
+            b_ours = b_ours - args[3][..., -1:, None] * padding
+        assert_close(b_ours, b, rtol=1e-4, what=what + " b")
 
 
 def fla_titans(module, q, k, v, ln, gates, m0, use_chunk):
@@ -329,21 +333,24 @@ def test_titans_against_fla_where_they_agree(rng, n):
     _, alpha, eta = rates(rng, n)
     theta, zero_bias = np.zeros((B, H, n)), np.zeros((B, H, 1, D))
     start = (w0, zero_bias, 0 * w0, zero_bias)
-    for form in FORMS:
-        out, (w, b, _, _) = la.titans_linear(q, k, v, theta, alpha, eta, lw, lb, scale=1.0, initial_state=start,
-                                             return_state=True, form=form)
-        assert not b.any()
-        expected_m = w * (1 - alpha[..., -1:, None]) if n % 16 else w
-        o, m = fla_titans(module, q, k, v, (lw, lb), (theta, alpha, eta), w0, use_chunk=False)
-        assert_close(out, o, rtol=1e-4)
-        assert_close(expected_m, m, rtol=1e-4)
-        alpha_below_one = np.minimum(alpha, 0.9)
-        out, (w, _, _, _) = la.titans_linear(q, k, v, theta, alpha_below_one, eta, lw, lb, scale=1.0,
-                                             initial_state=start, return_state=True, form=form)
-        o, m = fla_titans(module, q, k, v, (lw, lb), (theta, alpha_below_one, eta), w0, use_chunk=True)
-        expected_m = w * (1 - alpha_below_one[..., -1:, None]) if n % 16 else w
-        assert_close(out, o, rtol=1e-4)
-        assert_close(expected_m, m, rtol=1e-4)
+    alpha_below_one = np.minimum(alpha, 0.9)
+    for form, backend in itertools.product(FORMS, ("numpy", "torch")):
+        def ours(gates):  # titans_linear on this backend: (o, W) as numpy
+            arrays = (q, k, v, *gates, lw, lb)
+            state = start
+            if backend == "torch":
+                arrays, state = [torch.from_numpy(x) for x in arrays], tuple(torch.from_numpy(x) for x in start)
+            out, (w, b, _, _) = la.titans_linear(*arrays, scale=1.0, initial_state=state, return_state=True,
+                                                 form=form, backend=backend)
+            assert not to_numpy(b).any()
+            return to_numpy(out), to_numpy(w)
+        for gates, use_chunk in (((theta, alpha, eta), False), ((theta, alpha_below_one, eta), True)):
+            out, w = ours(gates)
+            expected_m = w * (1 - gates[1][..., -1:, None]) if n % 16 else w
+            o, m = fla_titans(module, q, k, v, (lw, lb), gates, w0, use_chunk=use_chunk)
+            what = f"titans_linear {backend} {form} vs fla's {'chunk' if use_chunk else 'recurrent'} form"
+            assert_close(out, o, rtol=1e-4, what=what)
+            assert_close(expected_m, m, rtol=1e-4, what=what + " M")
     o, _ = fla_titans(module, q, k, v, (lw, lb), (theta, alpha, eta), w0, use_chunk=True)
     assert np.isnan(o).any()
 
