@@ -4,14 +4,13 @@ against each other, broadcast step sizes, and bad input (lattn_edu.delta_gradien
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import lattn_edu as la
 from conftest import assert_close, central_differences
+from fla_naive import load
 
 VJP_FORMS = ("recurrent", "chunkwise")
 NAMES = ("dq", "dk", "dv", "dbeta", "dlog_decay")
@@ -118,22 +117,8 @@ def test_first_decay_gradient_vanishes():
     assert abs(d_g[0]) < 1e-12 * np.abs(d_g).max() and np.abs(d_g[1:]).min() > 0
 
 
-# flash-linear-attention's naive references, loaded by path as in test_fla_reference.py: DeltaNet's
-# is [B, H, T, D], Gated DeltaNet's [B, T, H, D]; both scale q by d_k^-1/2 and compute in float32.
-FLA_SPEC = importlib.util.find_spec("fla")
-
-
-def fla_naive(relative_path: str):
-    if FLA_SPEC is None:
-        pytest.skip("fla-core is not installed")
-    pytest.importorskip("einops")
-    path = Path(FLA_SPEC.submodule_search_locations[0]) / "ops" / relative_path
-    spec = importlib.util.spec_from_file_location(f"fla_naive_vjp_{path.parent.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
+# flash-linear-attention's naive references (tests/fla_naive.py): DeltaNet's is [B, H, T, D], Gated
+# DeltaNet's [B, T, H, D]; both scale q by d_k^-1/2 and compute in float32.
 def fla_gradients(run, arrays, grad_o, to_theirs, from_theirs):
     """Autograd through one of fla's references, with float32 leaves in their layout."""
     torch = pytest.importorskip("torch")
@@ -145,7 +130,7 @@ def fla_gradients(run, arrays, grad_o, to_theirs, from_theirs):
 
 @pytest.mark.parametrize("form", VJP_FORMS)
 def test_matches_fla_deltanet(form):
-    module = fla_naive("delta_rule/naive.py")
+    module = load("delta_rule/naive.py")
     rng = np.random.default_rng(1216)
     q, k, v, beta, grad_o, _ = make_problem(rng, (2, 3), 45, 6, 5, gated=False)
     theirs = fla_gradients(lambda *x: module.delta_rule_recurrence(*x)[0], (q, k, v, beta), grad_o,
@@ -157,7 +142,7 @@ def test_matches_fla_deltanet(form):
 
 @pytest.mark.parametrize("form", VJP_FORMS)
 def test_matches_fla_gated_deltanet(form):
-    module = fla_naive("gated_delta_rule/naive.py")
+    module = load("gated_delta_rule/naive.py")
     rng = np.random.default_rng(1217)
     q, k, v, beta, grad_o, g = make_problem(rng, (2, 3), 45, 6, 5, gated=True)
     bthd = lambda t: t.transpose(1, 2)  # noqa: E731  ours [B, H, T, ·] <-> theirs [B, T, H, ·]

@@ -5,14 +5,13 @@ extremes (lattn_edu.delta_product)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import lattn_edu as la
 from conftest import assert_close
+from fla_naive import load
 
 BACKENDS = la.available_backends()
 FORMS = ("recurrent", "chunkwise")
@@ -136,19 +135,6 @@ def test_torch_gradcheck(form, rng):
     assert torch.autograd.gradcheck(run, (q, k, v, beta, g, s0))
 
 
-def fla_naive():
-    """fla's ops/gated_delta_product/naive.py, loaded by its path (importing fla wants Triton)."""
-    pytest.importorskip("torch")
-    spec = importlib.util.find_spec("fla")
-    if spec is None:
-        pytest.skip("fla-core is not installed")
-    path = Path(spec.submodule_search_locations[0]) / "ops" / "gated_delta_product" / "naive.py"
-    module_spec = importlib.util.spec_from_file_location("fla_naive_gated_delta_product", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module.naive_recurrent_gated_delta_product
-
-
 @pytest.mark.parametrize("gated", [False, True], ids=["deltaproduct", "gated"])
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -156,7 +142,7 @@ def test_fla_naive_reference(backend, form, gated, rng):
     """fla: q [B, T, H, K], k and v token-major [B, T·n_h, H, ·], β [B, T·n_h, H], g [B, T, H]
     applied once per token before its n_h steps; float32 inside."""
     import torch
-    reference = fla_naive()
+    reference = load("gated_delta_product/naive.py").naive_recurrent_gated_delta_product
     n_h, (b, h) = 3, LEAD
     q, k, v, beta, g, s0 = product_inputs(rng, n_h=n_h, gated=gated)
 

@@ -10,8 +10,6 @@ references and float32 fast backends. Skipped when fla-core (or einops) is not i
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,20 +20,11 @@ pytest.importorskip("einops")
 import lattn_edu as la  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
+from fla_naive import FLA_SPEC, load  # noqa: E402
 
-FLA_SPEC = importlib.util.find_spec("fla")  # finds the package without running its __init__
 pytestmark = pytest.mark.skipif(FLA_SPEC is None, reason="fla-core is not installed")
 BACKENDS = [name for name in la.available_backends()]
 B, H, T, D_K, D_V = 2, 3, 45, 6, 5
-
-
-def naive(relative_path: str):
-    """One of fla's ops/*/naive.py files, loaded as a module of its own."""
-    path = Path(FLA_SPEC.submodule_search_locations[0]) / "ops" / relative_path
-    spec = importlib.util.spec_from_file_location(f"fla_naive_{path.parent.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -66,7 +55,7 @@ def ours_gated(x, g, backend, dtype, form="chunkwise"):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_simple_gla_scalar_decay(inputs, backend):
-    module = naive("simple_gla/naive.py")
+    module = load("simple_gla/naive.py")
     o, s = module.naive_recurrent_simple_gla(bthd(inputs["q"]), bthd(inputs["k"]), bthd(inputs["v"]),
                                              bthd(inputs["g"]), initial_state=torch.from_numpy(inputs["s0"]).float(),
                                              output_final_state=True)
@@ -82,7 +71,7 @@ def test_simple_gla_scalar_decay(inputs, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_gla_vector_decay(inputs, backend):
-    o, s = naive("gla/naive.py").naive_recurrent_gla(bthd(inputs["q"]), bthd(inputs["k"]), bthd(inputs["v"]),
+    o, s = load("gla/naive.py").naive_recurrent_gla(bthd(inputs["q"]), bthd(inputs["k"]), bthd(inputs["v"]),
                                                      bthd(inputs["gk"]), torch.from_numpy(inputs["s0"]).float(),
                                                      output_final_state=True)
     for dtype in (np.float64, np.float32):
@@ -94,7 +83,7 @@ def test_gla_vector_decay(inputs, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_retention_is_a_constant_scalar_decay(inputs, backend):
     """fla's retention: head h decays by γ_h = 1 − 2^(−5−h), no initial state."""
-    o = naive("retention/naive.py").naive_retention(*(torch.from_numpy(inputs[n]).float() for n in ("q", "k", "v")))
+    o = load("retention/naive.py").naive_retention(*(torch.from_numpy(inputs[n]).float() for n in ("q", "k", "v")))
     gamma = 1 - 2.0 ** (-5 - np.arange(H))
     g = np.broadcast_to(np.log(gamma)[None, :, None], (B, H, T))
     out = la.gated_linear_attention(inputs["q"], inputs["k"], inputs["v"], g, backend=backend, chunk_size=16)
@@ -104,7 +93,7 @@ def test_retention_is_a_constant_scalar_decay(inputs, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_deltanet(inputs, backend):
     q, k, v, beta = (torch.from_numpy(inputs[n]).float() for n in ("q", "unit_k", "v", "beta"))
-    o, s = naive("delta_rule/naive.py").delta_rule_recurrence(q, k, v, beta,
+    o, s = load("delta_rule/naive.py").delta_rule_recurrence(q, k, v, beta,
                                                               torch.from_numpy(inputs["s0"]).float())
     for dtype in (np.float64, np.float32):
         args = [inputs[n].astype(dtype) for n in ("q", "unit_k", "v", "beta", "s0")]
@@ -116,7 +105,7 @@ def test_deltanet(inputs, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_gated_deltanet(inputs, backend):
-    module = naive("gated_delta_rule/naive.py")
+    module = load("gated_delta_rule/naive.py")
     theirs = [bthd(inputs[n]) for n in ("q", "unit_k", "v", "beta", "g")]
     s0 = torch.from_numpy(inputs["s0"]).float()
     o, s = module.naive_recurrent_gated_delta_rule(*theirs, initial_state=s0, output_final_state=True)

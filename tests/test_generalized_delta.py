@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import lattn_edu as la
 from conftest import assert_close
+from fla_naive import load
 from gated_inputs import gated_inputs
 
 torch = pytest.importorskip("torch")
@@ -178,14 +179,6 @@ def test_the_delta_rule_is_a_special_case(form, gated, rng):
 
 # ---- flash-linear-attention's naive references (float32) ---------------------------------------
 
-def fla_naive(relative_path):
-    pytest.importorskip("einops")
-    from test_fla_reference import FLA_SPEC, naive
-    if FLA_SPEC is None:
-        pytest.skip("fla-core is not installed")
-    return naive(relative_path)
-
-
 def ours_against(reference, arrays, form, backend, decay):
     """Our output and state next to theirs (float32): theirs ``(o, S)``, ours from float64 numpy
     or float32 torch."""
@@ -205,7 +198,7 @@ def test_against_fla_dplr(theirs, form, backend, rng):
     """fla's DPLR step is exp(gk) ⊙ S + beta (alphaᵀ S) in the same [B, H, T, D] layout: their
     alpha is our b (the read), their beta our a (the write). Their chunkwise form needs T to be a
     multiple of its chunk size."""
-    module = fla_naive("generalized_delta_rule/dplr/naive.py")
+    module = load("generalized_delta_rule/dplr/naive.py")
     arrays = dplr_inputs(rng, (2, 3), 64, 6, 5, "vector")
     q, k, v, a, b, g, s0 = tensors(*arrays, dtype=torch.float32)
     options = {"chunk_size": 16} if theirs == "dplr_chunkwise" else {}
@@ -218,7 +211,7 @@ def test_against_fla_dplr(theirs, form, backend, rng):
 @pytest.mark.parametrize("theirs", ["iplr_recurrence", "iplr_chunkwise"])
 def test_against_fla_iplr(theirs, form, backend, rng):
     """IPLR is DPLR without the decay: S + beta (alphaᵀ S) + k vᵀ."""
-    module = fla_naive("generalized_delta_rule/iplr/naive.py")
+    module = load("generalized_delta_rule/iplr/naive.py")
     arrays = dplr_inputs(rng, (2, 3), 64, 6, 5, "none")
     q, k, v, a, b, _, s0 = tensors(*arrays, dtype=torch.float32)
     options = {"chunk_size": 16} if theirs == "iplr_chunkwise" else {}
@@ -231,7 +224,7 @@ def test_kimi_delta_attention_is_a_special_case(form, rng):
     """KDA decays first, S ← (I − β k kᵀ) diag(exp g) S + β k vᵀ, and
     (I − β k kᵀ) diag(α) = diag(α) − β k (α ⊙ k)ᵀ: a = −β k, b = exp(g) ⊙ k, the write β k vᵀ.
     fla's naive KDA works in [B, T, H, D]."""
-    module = fla_naive("kda/naive.py")
+    module = load("kda/naive.py")
     q, k, v, g, s0 = gated_inputs(rng, (2, 3), 45, 6, 5, "vector")
     k /= np.linalg.norm(k, axis=-1, keepdims=True)
     beta = rng.uniform(0, 2, q.shape[:-1])

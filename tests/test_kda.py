@@ -10,6 +10,7 @@ import pytest
 
 import lattn_edu as la
 from conftest import assert_close
+from fla_naive import load
 
 BACKENDS = la.available_backends()
 FORMS = ("recurrent", "chunkwise")
@@ -137,21 +138,12 @@ def test_torch_autograd_gradcheck(form, rng):
     assert torch.autograd.gradcheck(run, (q, k, v, beta, g, s0))
 
 
-def _fla_kda():
-    pytest.importorskip("torch")
-    pytest.importorskip("einops")
-    from test_fla_reference import FLA_SPEC, naive
-    if FLA_SPEC is None:
-        pytest.skip("fla-core is not installed")
-    return naive("kda/naive.py")
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_fla_naive_recurrent_and_chunk_kda(backend, rng):
     """fla's layouts: q, k [B, T, H, K], v [B, T, H, V], g [B, T, H, K] (log decays, as ours),
     β [B, T, H], initial state [B, H, K, V]; scale K^-1/2 as ours; float32 inside."""
     import torch
-    fla = _fla_kda()
+    fla = load("kda/naive.py")
     q, k, v, beta, g, s0 = kda_inputs(rng, (2, 3), 48, 6, 5)
 
     def theirs(x):  # ours [B, H, T, ·] (or [B, H, T]) -> fla's [B, T, H, ·] in float32

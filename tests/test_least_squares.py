@@ -4,8 +4,6 @@ torch backends with autograd, fla's naive_mesa_net_exact, extremes and bad input
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 
 import lattn_edu as la
 from conftest import assert_close
+from fla_naive import load
 from lattn_edu.least_squares import conjugate_gradient, ridge_solve
 
 LEAD, D_K, D_V = (2, 3), 6, 5
@@ -224,27 +223,13 @@ def test_numba_has_no_kernel_for_it(rng):
 
 # ---- fla's reference ---------------------------------------------------------------------------
 
-def fla_mesa():
-    """fla's ops/mesa_net/naive.py, loaded by path (importing fla itself wants triton)."""
-    pytest.importorskip("torch")
-    pytest.importorskip("einops")
-    spec = importlib.util.find_spec("fla")
-    if spec is None:
-        pytest.skip("fla-core is not installed")
-    path = Path(spec.submodule_search_locations[0]) / "ops" / "mesa_net" / "naive.py"
-    module_spec = importlib.util.spec_from_file_location("fla_naive_mesa_net", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("form", FORMS)
 def test_matches_fla_naive_mesa_net_exact(form, backend, rng):
     """fla: [B, T, H, d] layout, g the log forget gate [B, T, H], beta [B, T, H], lamb [H, d]
     (diag(lamb) added to H), q not scaled (scale=1 here), d_v = d_k, float32 throughout."""
     import torch
-    naive = fla_mesa()
+    naive = load("mesa_net/naive.py")
     q, k, v, beta, g, ridge, state = mesa_inputs(rng, n=45, d_k=8, d_v=8, initial_state=True)
     q = q / np.linalg.norm(q, axis=-1, keepdims=True)
     fla = lambda x: torch.from_numpy(np.ascontiguousarray(np.swapaxes(x, 1, 2))).float()  # noqa: E731

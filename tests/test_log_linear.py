@@ -11,6 +11,7 @@ import pytest
 
 import lattn_edu as la
 from conftest import assert_close
+from fla_naive import load
 
 torch = pytest.importorskip("torch")
 
@@ -138,19 +139,12 @@ def test_gradients_match_finite_differences(form, rng):
     assert torch.autograd.gradcheck(call, (q, k, v, g, lam, bank))
 
 
-def fla_naive():
-    from test_fla_reference import FLA_SPEC, naive
-    if FLA_SPEC is None:
-        pytest.skip("fla-core is not installed")
-    return naive("log_linear_attn/naive.py")
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("form", FORMS)
 def test_against_fla_naive_reference(form, backend, rng):
     """fla's layout is [B, T, H, ·] and level_scales [B, T, H, L]; its scale defaults to 1.0 (ours
     to d_k^-1/2), so it is passed explicitly. Negative level weights, as fla's own tests use."""
-    module = fla_naive()
+    module = load("log_linear_attn/naive.py")
     q, k, v, g, _ = inputs(rng, n=45)
     lam = rng.standard_normal((2, 3, 45, 7))
 

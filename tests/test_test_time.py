@@ -4,10 +4,7 @@ other, the backends, autograd, their special cases, flash-linear-attention's nai
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,12 +13,10 @@ import lattn_edu as la
 from lattn_edu.test_time import inner_gradient
 
 from conftest import assert_close, to_numpy
+from fla_naive import load
 
 torch = pytest.importorskip("torch")
 
-FLA_SPEC = importlib.util.find_spec("fla")
-needs_fla = pytest.mark.skipif(FLA_SPEC is None or importlib.util.find_spec("einops") is None,
-                               reason="fla-core (and einops) is not installed")
 FORMS = ("recurrent", "chunkwise")
 B, H, D = 2, 3, 6
 
@@ -246,28 +241,6 @@ def test_extreme_rates_stay_finite(rng):
 
 # ---- flash-linear-attention's naive references ----------------------------------------------
 
-def fla_naive(relative_path: str, replace: tuple[str, str] | None = None):
-    """One of fla's ops/*/naive.py, loaded by path (importing ``fla`` wants Triton). Titans' file
-    imports its neighbour log_impl.py, which is loaded by path too and lent to it in sys.modules.
-    ``replace`` edits one expression of the source first (to show that it is the difference)."""
-    folder = Path(FLA_SPEC.submodule_search_locations[0]) / "ops" / Path(relative_path).parent
-    source = (folder / "naive.py").read_text()
-    if replace is not None:
-        assert source.count(replace[0]) == 2  # the recurrent and the chunk form
-        source = source.replace(*replace)
-    module = type(sys)(f"fla_naive_{folder.name}")
-    if (folder / "log_impl.py").exists():
-        log_spec = importlib.util.spec_from_file_location("fla.ops.titans.log_impl", folder / "log_impl.py")
-        log_impl = importlib.util.module_from_spec(log_spec)
-        log_spec.loader.exec_module(log_impl)
-        sys.modules["fla.ops.titans.log_impl"] = log_impl
-    try:
-        exec(compile(source, str(folder / "naive.py"), "exec"), module.__dict__)
-    finally:
-        sys.modules.pop("fla.ops.titans.log_impl", None)
-    return module
-
-
 def bthd(x: np.ndarray):
     """[B, H, T, ...] -> fla's [B, T, H, ...] float32 tensor (a fresh one: fla scales q in place)."""
     return torch.from_numpy(np.ascontiguousarray(np.swapaxes(x, 1, 2))).float()
@@ -277,13 +250,12 @@ def bhtd(x) -> np.ndarray:
     return np.swapaxes(x.double().numpy(), 1, 2)
 
 
-@needs_fla
 @pytest.mark.parametrize("n", [48, 45])
 def test_ttt_against_fla(rng, n):
     """The same model as fla's ttt_linear (chunk_ttt_linear_ref pads a ragged end with zeros): o and W
     agree; with N not a multiple of the mini-batch, fla's final bias also takes the padding's
     gradients, which are exactly η_last · pad · ∇_z ℓ(z = b_{t'}, target 0)."""
-    module = fla_naive("ttt/naive.py")
+    module = load("ttt/naive.py")
     q, k, v, lw, lb, w0, b0 = make(rng, n)
     eta = rng.uniform(0, 0.5, (B, H, n))
     o, w, b = module.chunk_ttt_linear_ref(bthd(q), bthd(k), bthd(v), torch.tensor(lw).float(), torch.tensor(lb).float(),
@@ -321,14 +293,13 @@ def fla_titans(module, q, k, v, ln, gates, m0, use_chunk):
     return bhtd(o), m.double().numpy()
 
 
-@needs_fla
 @pytest.mark.parametrize("n", [32, 45])
 def test_titans_against_fla_where_they_agree(rng, n):
     """θ = 0 (no gradient: M_t = Π(1 − α) M_0) with scale = 1 (fla does not scale q) and no bias in the
     memory: fla's recurrent and chunk forms agree with ours, except that fla's chunk form, in log
     space, turns α = 1 into NaN, and with a ragged end fla's final M takes one more factor
     (1 − α_last) from the padding (which copies the last token's gates)."""
-    module = fla_naive("titans/naive.py")
+    module = load("titans/naive.py")
     q, k, v, lw, lb, w0, _ = make(rng, n)
     _, alpha, eta = rates(rng, n)
     theta, zero_bias = np.zeros((B, H, n)), np.zeros((B, H, 1, D))
@@ -355,15 +326,14 @@ def test_titans_against_fla_where_they_agree(rng, n):
     assert np.isnan(o).any()
 
 
-@needs_fla
 def test_titans_fla_gradient_differs_by_one_parenthesis(rng):
     """fla's Titans computes the layer norm's backward as D·g − Σg/(σD) − ẑ Σ(g ẑ)/(σD) where TTT's
     (and the chain rule) has (D·g − Σg − ẑ Σ(g ẑ))/(σD). In one mini-batch every gradient is taken
     at M_0, so our final W (b_0 = 0: the bias, which fla's memory lacks, does not reach W there)
     equals fla's final M once that parenthesis is put back, and differs from fla as shipped."""
     shipped = "v_new = D * grad - grad.sum(-1, keepdim=True) / (rstd * D)"
-    fixed = fla_naive("titans/naive.py", (shipped, "v_new = (D * grad - grad.sum(-1, keepdim=True)) / (rstd * D)"))
-    module = fla_naive("titans/naive.py")
+    fixed = load("titans/naive.py", (shipped, "v_new = (D * grad - grad.sum(-1, keepdim=True)) / (rstd * D)"))
+    module = load("titans/naive.py")
     q, k, v, lw, lb, w0, _ = make(rng, 16)
     theta, alpha, eta = rng.uniform(0, 0.1, (3, B, H, 16))
     zero_bias = np.zeros((B, H, 1, D))
