@@ -24,6 +24,7 @@ V = RNG.standard_normal(LEAD + (N, D_V))
 G = -RNG.uniform(0, 1, LEAD + (N,))           # a log decay per step, <= 0
 G_VECTOR = -RNG.uniform(0, 1, LEAD + (N, D))  # a log decay per step and key channel
 BETA = RNG.uniform(0, 2, LEAD + (N,))
+GATE = BETA / 2  # in [0, 1]
 STATE = RNG.standard_normal(LEAD + (D, D_V))
 
 
@@ -409,3 +410,19 @@ def test_match_kind_wants_qs_array_kind_dtype_and_finite_values():
     torch = pytest.importorskip("torch")
     assert_refused(lambda: checks.match_kind(torch.zeros(3, dtype=torch.float64), "beta", Q), TypeError,
                    "beta must be a ndarray like q", "got Tensor")
+
+
+def test_check_within_names_the_range_and_why():
+    assert checks.check_within(GATE, "gate", 0, 1, "a sigmoid") is GATE
+    assert_refused(lambda: checks.check_within(GATE + 1.5, "gate", 0, 1, "a sigmoid"), ValueError,
+                   "gate must lie in [0, 1] (a sigmoid)", "got values in [")
+    assert_refused(lambda: checks.check_within(-GATE - 0.1, "rate", 0, np.inf, "learning rate"), ValueError,
+                   "rate must be >= 0 (learning rate)")
+
+
+def test_check_per_step_range_wants_one_value_per_step_in_range():
+    assert np.array_equal(checks.check_per_step_range(GATE, "gate", Q, 0, 1, "input gate", "a sigmoid"), GATE)
+    assert_refused(lambda: checks.check_per_step_range(GATE[..., None], "gate", Q, 0, 1, "input gate", "a sigmoid"),
+                   ValueError, "gate must have shape [2, 3, 7] (one input gate per step)")
+    assert_refused(lambda: checks.check_per_step_range(GATE + 1.5, "gate", Q, 0, 1, "input gate", "a sigmoid"),
+                   ValueError, "gate must lie in [0, 1] (a sigmoid)")

@@ -239,14 +239,25 @@ def check_log_decay(log_decay: Any, q: Any, vector: bool = True) -> Any:
     return log_decay
 
 
+def check_within(x: Any, name: str, low: float, high: float, why: str) -> Any:
+    """Every entry of ``x`` in [low, high] (``high`` may be inf), else a ValueError naming ``x``
+    with ``why`` the range matters."""
+    smallest, largest = extreme(x, "min"), extreme(x, "max")
+    if smallest < low or largest > high:
+        wanted = f"be >= {low}" if high == np.inf else f"lie in [{low}, {high}]"
+        raise ValueError(f"{name} must {wanted} ({why}); got values in [{smallest}, {largest}]")
+    return x
+
+
+def check_per_step_range(x: Any, name: str, q: Any, low: float, high: float, what: str, why: str) -> Any:
+    """One ``what`` per step, [..., N], every entry in [low, high] (see :func:`check_within`)."""
+    return check_within(check_per_step(x, name, q, ("scalar",), what), name, low, high, why)
+
+
 def check_beta(beta: Any, q: Any) -> Any:
     """Delta-rule step sizes β in [0, 2], one per step: [..., N]."""
-    beta = check_per_step(beta, "beta", q, ("scalar",), "step size in [0, 2]")
-    low, high = extreme(beta, "min"), extreme(beta, "max")
-    if low < 0 or high > 2:
-        raise ValueError(f"beta must lie in [0, 2] (with unit-norm keys, I - β k kᵀ then never "
-                         f"amplifies the state); got values in [{low}, {high}]")
-    return beta
+    return check_per_step_range(beta, "beta", q, 0, 2, "step size in [0, 2]",
+                                "with unit-norm keys, I - β k kᵀ then never amplifies the state")
 
 
 def check_initial_state(state: Any, q: Any, v: Any, name: str = "initial_state") -> Any:

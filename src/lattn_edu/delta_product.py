@@ -24,7 +24,7 @@ from typing import Any
 from array_api_compat import device
 
 from ._checks import (array_namespace, check_bool, check_choice, check_initial_state, check_log_decay,
-                      check_positive_int, check_scale, check_sequence, extreme, match_kind)
+                      check_positive_int, check_scale, check_sequence, check_within, match_kind)
 from .delta import chunkwise_delta_rule
 from .gated import per_key_log_decay, read_state, start_state
 from .recurrence import run_recurrence
@@ -112,10 +112,8 @@ def _check_steps(q: Any, k: Any, v: Any, beta: Any) -> tuple[Any, Any, Any, Any]
     if tuple(beta.shape) != steps:
         raise ValueError(f"beta must have shape {list(steps)} ([..., N, n_h]: one step size per key, k has "
                          f"shape {list(k.shape)}); got {list(beta.shape)}")
-    low, high = extreme(beta, "min"), extreme(beta, "max")
-    if low < 0 or high > 2:
-        raise ValueError(f"beta must lie in [0, 2] (with unit-norm keys, I - β k kᵀ then never amplifies the "
-                         f"state; 2 is a reflection); got values in [{low}, {high}]")
+    check_within(beta, "beta", 0, 2, "with unit-norm keys, I - β k kᵀ then never amplifies the state; 2 is a "
+                 "reflection")
     return q, k, v, beta
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 from array_api_compat import device
 
 from ._checks import (array_namespace, check_bool, check_choice, check_initial_state, check_log_decay,

@@ -42,7 +42,7 @@ import numpy as np
 from array_api_compat import device
 
 from ._checks import (array_namespace, as_float_array, check_bool, check_choice, check_finite,
-                      check_log_decay, check_per_step, check_positive_int, check_qkv, check_scale,
+                      check_log_decay, check_per_step_range, check_positive_int, check_qkv, check_scale,
                       check_state_part, dtype_name, extreme, is_torch_tensor, match_kind)
 from .gated import decay_mask, per_key_log_decay, read_state, start_state
 from .recurrence import run_recurrence
@@ -130,16 +130,6 @@ def chunkwise_least_squares(q: Any, k: Any, v: Any, beta: Any, log_decay: Any, r
         h = h_all[..., -1, :, :]  # H after the chunk is the last H_t
         s = decay_in[..., -1, None, None] * s + xp.matrix_transpose(k_c * last) @ v_c
     return xp.concat(outputs, axis=-2), (h, s)
-
-
-def check_input_gate(beta: Any, q: Any) -> Any:
-    """MesaNet's input gates β in [0, 1], one per step: [..., N]."""
-    beta = check_per_step(beta, "beta", q, ("scalar",), "input gate in [0, 1]")
-    low, high = extreme(beta, "min"), extreme(beta, "max")
-    if low < 0 or high > 1:
-        raise ValueError(f"beta must lie in [0, 1] (MesaNet's input gate, a sigmoid; β >= 0 keeps H_t "
-                         f"positive semi-definite); got values in [{low}, {high}]")
-    return beta
 
 
 def check_ridge(ridge: Any, q: Any) -> Any:
@@ -240,7 +230,8 @@ def least_squares_attention(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = 
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     return_state = check_bool(return_state, "return_state")
     q, k, v = check_qkv(q, k, v, causal=True)
-    beta = check_input_gate(beta, q)
+    beta = check_per_step_range(beta, "beta", q, 0, 1, "input gate in [0, 1]",
+                                "MesaNet's input gate, a sigmoid; β >= 0 keeps H_t positive semi-definite")
     log_decay = check_log_decay(log_decay, q, vector=False)
     ridge = check_ridge(ridge, q)
     initial_state = check_state_pair(initial_state, q, v)

@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (array_namespace, check_bool, check_choice, check_per_step, check_positive_int, check_qkv,
-                      check_scale, check_state_part, extreme)
+from ._checks import (array_namespace, check_bool, check_choice, check_per_step_range, check_positive_int,
+                      check_qkv, check_scale, check_state_part)
 from .recurrence import run_recurrence
 
 TEST_TIME_FORMS = ("recurrent", "chunkwise")
@@ -224,16 +224,6 @@ def check_ln_parameter(x: Any, name: str, q: Any) -> Any:
     return check_state_part(x, name, q, (d,), "[d]" if heads is None else f"[d] or [H, d] = [{heads}, {d}]")[None, :]
 
 
-def check_range(x: Any, name: str, q: Any, low: float, high: float, meaning: str) -> Any:
-    """A per-step rate [..., N] with every entry in [low, high]."""
-    x = check_per_step(x, name, q, ("scalar",), meaning)
-    smallest, largest = extreme(x, "min"), extreme(x, "max")
-    if smallest < low or largest > high:
-        wanted = f"be >= {low}" if high == np.inf else f"lie in [{low}, {high}]"
-        raise ValueError(f"{name} must {wanted} ({meaning}); got values in [{smallest}, {largest}]")
-    return x
-
-
 def check_weights(state: Any, q: Any, names: tuple[str, ...]) -> Any:
     """A tuple of (W [..., d, d], b [..., 1, d]) pairs named by ``names``; None passes."""
     if state is None:
@@ -307,7 +297,7 @@ def ttt_linear(q: Any, k: Any, v: Any, eta: Any, ln_weight: Any, ln_bias: Any, *
     """
     q, k, v, ln_weight, ln_bias, form, mini_batch_size, eps, return_state = check_common(
         q, k, v, ln_weight, ln_bias, form, mini_batch_size, eps, return_state)
-    eta = check_range(eta, "eta", q, 0.0, np.inf, "learning rate >= 0")
+    eta = check_per_step_range(eta, "eta", q, 0.0, np.inf, "learning rate", "learning rate >= 0")
     initial_state = check_weights(initial_state, q, ("W", "b"))
     return run_recurrence("ttt_linear", (q, k, v, eta, ln_weight, ln_bias), check_scale(scale, q.shape[-1]), form,
                           backend, mini_batch_size, initial_state, return_state, eps=eps)
@@ -357,9 +347,9 @@ def titans_linear(q: Any, k: Any, v: Any, theta: Any, alpha: Any, eta: Any, ln_w
     """
     q, k, v, ln_weight, ln_bias, form, mini_batch_size, eps, return_state = check_common(
         q, k, v, ln_weight, ln_bias, form, mini_batch_size, eps, return_state)
-    theta = check_range(theta, "theta", q, 0.0, np.inf, "learning rate >= 0")
-    alpha = check_range(alpha, "alpha", q, 0.0, 1.0, "forgetting gate")
-    eta = check_range(eta, "eta", q, 0.0, 1.0, "momentum gate")
+    theta = check_per_step_range(theta, "theta", q, 0.0, np.inf, "learning rate", "learning rate >= 0")
+    alpha = check_per_step_range(alpha, "alpha", q, 0.0, 1.0, "forgetting gate", "forgetting gate")
+    eta = check_per_step_range(eta, "eta", q, 0.0, 1.0, "momentum gate", "momentum gate")
     initial_state = check_weights(initial_state, q, ("W", "b", "S_W", "S_b"))
     return run_recurrence("titans_linear", (q, k, v, theta, alpha, eta, ln_weight, ln_bias),
                           check_scale(scale, q.shape[-1]), form, backend, mini_batch_size, initial_state,
