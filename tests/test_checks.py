@@ -426,3 +426,10 @@ def test_check_per_step_range_wants_one_value_per_step_in_range():
                    ValueError, "gate must have shape [2, 3, 7] (one input gate per step)")
     assert_refused(lambda: checks.check_per_step_range(GATE + 1.5, "gate", Q, 0, 1, "input gate", "a sigmoid"),
                    ValueError, "gate must lie in [0, 1] (a sigmoid)")
+
+
+def test_broadcast_to_target_returns_a_view_or_names_the_shapes():
+    row = np.arange(D, dtype=float)
+    assert checks.broadcast_to_target(row, "ridge", LEAD + (D,), "one per channel").shape == LEAD + (D,)
+    assert_refused(lambda: checks.broadcast_to_target(row[:2], "ridge", LEAD + (D,), "one per channel"),
+                   ValueError, "ridge of shape [2] does not broadcast to [2, 3, 5] (one per channel)")

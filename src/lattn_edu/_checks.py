@@ -210,13 +210,18 @@ def check_per_step(x: Any, name: str, q: Any, widths: tuple[str, ...], valid: st
     if target is None or target not in (targets[w] for w in widths):
         raise ValueError(f"{name} must have shape {wanted} (one {valid} per step) for q of shape "
                          f"{list(q.shape)}; got {list(x.shape)}")
+    return broadcast_to_target(x, name, target, f"q has shape {list(q.shape)}")
+
+
+def broadcast_to_target(x: Any, name: str, target: tuple[int, ...], context: str) -> Any:
+    """``x`` broadcast to exactly ``target`` (a view; torch keeps its graph), or a ValueError
+    naming ``x``, its shape, the target and ``context``."""
     try:
-        shape = np.broadcast_shapes(tuple(x.shape), target)
+        fits = np.broadcast_shapes(tuple(x.shape), target) == target
     except ValueError:
-        shape = None
-    if shape != target:
-        raise ValueError(f"{name} of shape {list(x.shape)} does not broadcast to {list(target)} "
-                         f"(q has shape {list(q.shape)})")
+        fits = False
+    if not fits:
+        raise ValueError(f"{name} of shape {list(x.shape)} does not broadcast to {list(target)} ({context})")
     return x.expand(target) if is_torch_tensor(x) else np.broadcast_to(x, target)
 
 

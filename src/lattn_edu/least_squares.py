@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (array_namespace, as_float_array, check_bool, check_choice, check_finite,
-                      check_log_decay, check_per_step_range, check_positive_int, check_qkv, check_scale,
-                      check_state_part, dtype_name, extreme, is_torch_tensor, match_kind)
+from ._checks import (array_namespace, as_float_array, broadcast_to_target, check_bool, check_choice,
+                      check_finite, check_log_decay, check_per_step_range, check_positive_int, check_qkv,
+                      check_scale, check_state_part, dtype_name, extreme, is_torch_tensor, match_kind)
 from .gated import decay_mask, per_key_log_decay, read_state, start_state
 from .recurrence import run_recurrence
 
@@ -147,17 +147,10 @@ def check_ridge(ridge: Any, q: Any) -> Any:
     if extreme(ridge, "min") <= 0:
         raise ValueError(f"ridge must be > 0 (λ keeps H_t + diag(λ) invertible); got a smallest value "
                          f"of {extreme(ridge, 'min')}")
-    try:
-        fits = np.broadcast_shapes(tuple(ridge.shape), target) == target
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"ridge of shape {list(ridge.shape)} does not broadcast to {list(target)} "
-                         f"([..., d_k]: one λ per head and key channel)")
-    xp = array_namespace(q)
-    if not is_torch_tensor(ridge):  # a float or numpy λ becomes q's kind (a tensor on q's device)
-        ridge = xp.asarray(ridge, dtype=q.dtype, device=device(q))
-    return xp.broadcast_to(ridge, target)
+    ridge = broadcast_to_target(ridge, "ridge", target, "[..., d_k]: one λ per head and key channel")
+    if is_torch_tensor(ridge):
+        return ridge
+    return array_namespace(q).asarray(ridge, dtype=q.dtype, device=device(q))  # q's kind: a tensor on q's device
 
 
 def check_state_pair(initial_state: Any, q: Any, v: Any) -> Any:

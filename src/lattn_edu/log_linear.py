@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ._checks import (array_namespace, check_bool, check_choice, check_log_decay, check_positive_int,
-                      check_qkv, check_scale, check_state_part, is_torch_tensor, match_kind)
+from ._checks import (array_namespace, broadcast_to_target, check_bool, check_choice, check_log_decay,
+                      check_positive_int, check_qkv, check_scale, check_state_part, match_kind)
 from .gated import decay_mask, read_state, start_state, tail_sums
 from .recurrence import run_recurrence
 
@@ -210,16 +210,7 @@ def check_level_weights(level_weights: Any, q: Any, position: int) -> Any:
         raise ValueError(f"level_weights must have L >= {needed} levels (ceil(log2({position + n})) + 1 for "
                          f"positions 0..{position + n - 1}); got L = {level_weights.shape[-1]}")
     target = lead + tuple(level_weights.shape[-2:])
-    try:
-        broadcastable = np.broadcast_shapes(tuple(level_weights.shape), target) == target
-    except ValueError:
-        broadcastable = False
-    if not broadcastable:
-        raise ValueError(f"level_weights of shape {list(level_weights.shape)} does not broadcast to "
-                         f"{list(target)} (q has shape {list(q.shape)})")
-    if is_torch_tensor(level_weights):
-        return level_weights.expand(target)
-    return np.broadcast_to(level_weights, target)
+    return broadcast_to_target(level_weights, "level_weights", target, f"q has shape {list(q.shape)}")
 
 
 def log_linear_attention(q: Any, k: Any, v: Any, log_decay: Any, level_weights: Any, *,
