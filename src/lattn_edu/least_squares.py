@@ -147,10 +147,9 @@ def check_ridge(ridge: Any, q: Any) -> Any:
     if extreme(ridge, "min") <= 0:
         raise ValueError(f"ridge must be > 0 (λ keeps H_t + diag(λ) invertible); got a smallest value "
                          f"of {extreme(ridge, 'min')}")
-    ridge = broadcast_to_target(ridge, "ridge", target, "[..., d_k]: one λ per head and key channel")
-    if is_torch_tensor(ridge):
-        return ridge
-    return array_namespace(q).asarray(ridge, dtype=q.dtype, device=device(q))  # q's kind: a tensor on q's device
+    if not is_torch_tensor(ridge):  # q's kind (a tensor on q's device) before the read-only broadcast view
+        ridge = array_namespace(q).asarray(ridge, dtype=q.dtype, device=device(q))
+    return broadcast_to_target(ridge, "ridge", target, "[..., d_k]: one λ per head and key channel")
 
 
 def check_state_pair(initial_state: Any, q: Any, v: Any) -> Any:
