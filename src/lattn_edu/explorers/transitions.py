@@ -37,7 +37,7 @@ from ._ticks import SUPERSCRIPTS
 from .base import Explorer
 
 KINDS = ("scalar decay", "diagonal", "Householder", "two Householders", "DPLR")
-STEPS = 12  # applications of A drawn: a rotation by 30°, 45°, 60°, 90°, 120° or 180° closes within them
+STEPS = 12  # applications of A drawn: rotations by 2θ = 60°, 120° and 180° each close within them
 STEPS_SUPERSCRIPT = str(STEPS).translate(SUPERSCRIPTS)  # ¹², plain text: no mathtext to parse
 SCALAR_DECAY = 0.9  # γ of the scalar decay
 DIAGONAL_DECAYS = (0.95, 0.6)  # α₁, α₂ of the diagonal
@@ -142,14 +142,14 @@ class TransitionsExplorer(Explorer):
     """Pick a transition and see its eigenvalues and the orbit of a state under it.
 
     Left: the eigenvalues on the complex plane with the unit circle. Middle: the orbit x, A x,
-    A² x, … in the plane, with the keys (dashed: DPLR's write direction). Right: the two
+    A² x, … in the plane, with the keys (dashed: the second key, or DPLR's write direction a). Right: the two
     coordinates and the norm over the steps; a coordinate that flips sign each step is a
     parity counter. Few ticks and no legend: the titles name the curves.
     """
 
     name = "transitions"
     title = "Transitions: what one step A can do to a state (eigenvalues and orbit)"
-    controls = {"kind": KINDS, "beta": (0.5, 1.0, 1.5, 2.0), "theta": (30, 60, 90)}  # 60 frames
+    controls = {"kind": KINDS, "beta": (0.5, 1.0, 1.5, 2.0), "theta": (30, 60, 90)}  # 60 frames: a 2.6 MB static page
     defaults = {"kind": "two Householders", "beta": 2.0, "theta": 60}
     labels = {"kind": "transition", "beta": "step β", "theta": "key angle θ (degrees)"}
     figsize = (9, 3.2)
@@ -158,6 +158,8 @@ class TransitionsExplorer(Explorer):
         return compute_transitions(kind, beta, theta)
 
     def describe(self, reason: str | None = None, **settings: Any) -> str:
+        """The controls' values, then what the picture shows: the transition, its eigenvalues
+        and how much of the state is left after STEPS steps (the static page's alt text)."""
         said = super().describe(reason, **settings)
         if reason:
             return said
