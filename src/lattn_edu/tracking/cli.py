@@ -9,8 +9,8 @@ from typing import Any
 
 from ..recall.mixers import MODELS
 from ..recall.pool import check_workers, default_workers
-from .lab import FULL, QUICK, QUICK_BUDGET_MINUTES, TINY, LabConfig, check_lab, format_summary, planned_runs, \
-    run_lab, summarise
+from .lab import (FULL, QUICK, QUICK_BUDGET_MINUTES, TINY, LabConfig, check_lab, format_summary, planned_runs,
+                  run_lab, summarise)
 from .task import TASKS
 
 

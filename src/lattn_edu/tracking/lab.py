@@ -21,12 +21,12 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ..machine import machine_summary
-from ..records import load_record, save_record
 from ..recall.mixers import MIXERS
 from ..recall.model import RecallModel
 from ..recall.pool import run_all
 from ..recall.study import loss_curve
 from ..recall.training import optimise
+from ..records import load_record, save_record
 from .task import TASKS, check_task, group_order, make_batch
 
 
