@@ -15,7 +15,7 @@ import sys
 COMMANDS = {
     "bench": ("lattn_edu.bench", "time every backend and form against peers; save tables and plots"),
     "recall": ("lattn_edu.recall", "train small models on associative recall; softmax vs linear"),
-    "tracking": ("lattn_edu.tracking", "train small models to track parity and S3 at longer lengths"),
+    "tracking": ("lattn_edu.tracking", "train small models to track parity, sums mod 3 and S3 at longer lengths"),
 }
 
 # What the benchmark's timings need in the environment before numpy's OpenBLAS and the OpenMP

@@ -1,8 +1,8 @@
 """What a transition can express, trained: state tracking at longer lengths (chapter 13).
 
 ``lattn-edu tracking`` trains small causal models to track the state of a group (see
-:mod:`.task`): the running parity of a bit sequence (Z₂) and the running composition of
-permutations of three things (S₃), with a label at every position. They train on sequences
+:mod:`.task`): the running parity of a bit sequence (Z₂), the running sum mod 3 (Z₃) and
+the running composition of permutations of three things (S₃), with a label at every position. They train on sequences
 of one length and are scored at 1×, 2× and 4× that length. The models are chapter 7's
 recall models (:class:`lattn_edu.recall.RecallModel`) with one of these mixers from its
 registry, each through the package's own function on the torch backend:
@@ -13,7 +13,7 @@ registry, each through the package's own function on the torch backend:
 - ``deltanet_neg``: β in (0, 2) (Grazzi et al. 2025): eigenvalues in (−1, 1], so a token
   can flip a sign, what parity needs;
 - ``deltaproduct``: DeltaProduct with n_h = 2 and β in (0, 2) (Siems et al. 2025): a product
-  of two generalised reflections per token, which can rotate, what S₃'s 3-cycles need;
+  of two generalised reflections per token, which can rotate, what Z₃ and S₃'s 3-cycles need;
 - ``softmax``: causal softmax attention with no position encoding, the KV-cache baseline.
 
 The parts: :mod:`.task` (the groups and their sequences), :mod:`.lab` (the settings and
