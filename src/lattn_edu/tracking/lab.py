@@ -64,7 +64,8 @@ class LabConfig:
     curve_every: int = 25  # one loss point per this many steps (the window's mean)
 
 
-# Full: what tracking.json records, 162 runs of about 10–40 s each on one core. One layer of
+# Full: what tracking.json records, 162 runs (46 minutes with two workers on busy shared cores;
+# each run's seconds are in the record). One layer of
 # width 32 (two heads of 16) is in principle enough for the models the papers credit: a sign
 # flip per token for parity (one reflection, β = 2), and for S₃ and Z₃ any permutation of
 # three things per token, a product of n − 1 = 2 transpositions (DeltaProduct's n_h = 2).
@@ -76,8 +77,9 @@ QUICK = LabConfig(tasks=("parity", "s3"), seeds=(0,), learning_rates=(3e-3,))
 TINY = LabConfig(base=TrackingConfig(d_model=8, train_length=6, steps=3, batch_size=4, eval_sequences=8),
                  seeds=(0,), learning_rates=(3e-3,), position_block=4, curve_every=2)
 # What --quick is sized to finish in on two free CPU cores (one worker per core), printed by
-# --help; its record (tracking_quick.json) holds the measured wall time.
-QUICK_BUDGET_MINUTES = 5
+# --help; its record (tracking_quick.json) holds the measured wall time (91 s, with DeltaProduct
+# the dearest run at about 25 s).
+QUICK_BUDGET_MINUTES = 3
 
 
 def check_lab(lab: LabConfig) -> LabConfig:
