@@ -74,7 +74,8 @@ def test_model_shapes(name):
     # two heads of width 8: S [m, 8] and z [m] per head; retention keeps no z; softmax a KV cache
     expected_state = {"softmax": None, "linear": 2 * 8 * 9, "favor": 2 * 8 * 9, "retnet": 2 * 8 * 8,
                       "based": 2 * la.taylor_width(3) * 9, "deltanet": 2 * 8 * 8,
-                      "gated_deltanet": 2 * 8 * 8, "gla": 2 * 8 * 8, "mamba2": 2 * 8 * 8}
+                      "gated_deltanet": 2 * 8 * 8, "gla": 2 * 8 * 8, "mamba2": 2 * 8 * 8,
+                      "deltanet_neg": 2 * 8 * 8, "deltaproduct": 2 * 8 * 8}
     assert model.state_size() == expected_state[name]
 
 
@@ -119,13 +120,16 @@ def test_every_registered_mixer_builds_from_a_config_and_keeps_the_shape(name):
 
 def test_the_registry_is_the_list_of_models():
     assert recall.MODELS == tuple(recall.MIXERS) == ("softmax", "linear", "favor", "retnet", "based",
-                                                     "deltanet", "gated_deltanet", "gla", "mamba2")
+                                                     "deltanet", "gated_deltanet", "deltanet_neg", "gla",
+                                                     "mamba2", "deltaproduct")
+    # the recall sweep's default: all but chapter 13's state-tracking mixers
+    assert recall.RECALL_MODELS == tuple(m for m in recall.MODELS if m not in ("deltanet_neg", "deltaproduct"))
     assert all(issubclass(cls, recall.Mixer) for cls in recall.MIXERS.values())
 
 
 def test_unknown_mixer_is_refused_with_the_known_names():
     with pytest.raises(ValueError, match="mixer must be one of softmax, linear, favor, retnet, based, deltanet, "
-                       "gated_deltanet, gla, mamba2; got 'mamba'"):
+                       "gated_deltanet, deltanet_neg, gla, mamba2, deltaproduct; got 'mamba'"):
         recall.make_mixer("mamba", SMALL, layer=0)
     with pytest.raises(ValueError, match="mixer must be one of"):
         recall.RecallModel("mamba", SMALL)
@@ -154,9 +158,9 @@ def test_tiny_sweep_through_the_cli_writes_valid_json(tmp_path, capsys):
     assert cli.main(["recall", "--tiny", "--seed", "1", "--no-progress", "--out", str(out)]) == 0
     record = json.loads(out.read_text(encoding="utf-8"))
     results, config = record["results"], record["config"]
-    assert len(results) == len(recall.MODELS) * len(recall.TINY.pair_counts)
+    assert len(results) == len(recall.RECALL_MODELS) * len(recall.TINY.pair_counts)
     assert {(r["model"], r["num_pairs"]) for r in results} == {
-        (m, p) for m in recall.MODELS for p in recall.TINY.pair_counts}
+        (m, p) for m in recall.RECALL_MODELS for p in recall.TINY.pair_counts}
     for r in results:
         assert 0 <= r["accuracy"] <= 1 and r["seed"] == 1 and r["steps"] == recall.TINY.steps
     assert config["mode"] == "tiny" and config["wall_seconds"] >= 0 and config["threads"] == 1
@@ -196,7 +200,7 @@ def test_quick_keeps_what_chapter_7_reads_from_it():
     # chapter 7 reads the five models at P = 64 (and tabulates P = 16) after half the steps at
     # twice the rate, at the full sweep's width
     assert recall.QUICK.models == recall.CHAPTER7_MODELS == ("softmax", "linear", "favor", "retnet", "based")
-    assert set(recall.QUICK.pair_counts) == {16, 64} and full.models == recall.MODELS
+    assert set(recall.QUICK.pair_counts) == {16, 64} and full.models == recall.RECALL_MODELS
     assert (recall.QUICK.steps, recall.QUICK.learning_rate) == (800, 2 * full.learning_rate)
     assert (recall.QUICK.d_model, recall.QUICK.num_heads) == (full.d_model, full.num_heads)
     assert min(full.pair_counts) < full.d_model // full.num_heads < max(full.pair_counts)

@@ -1,4 +1,4 @@
-"""The ``lattn-edu`` command line: ``lattn-edu bench ...`` and ``lattn-edu recall ...``.
+"""The ``lattn-edu`` command line: ``lattn-edu bench ...``, ``lattn-edu recall ...``, ``lattn-edu tracking ...``.
 
 Each subcommand lives in its own module, which provides ``add_arguments(parser)`` and
 ``run(args) -> int``; the module is imported only when its subcommand runs, so
@@ -15,6 +15,7 @@ import sys
 COMMANDS = {
     "bench": ("lattn_edu.bench", "time every backend and form against peers; save tables and plots"),
     "recall": ("lattn_edu.recall", "train small models on associative recall; softmax vs linear"),
+    "tracking": ("lattn_edu.tracking", "train small models to track parity, sums mod 3 and S3 at longer lengths"),
 }
 
 # What the benchmark's timings need in the environment before numpy's OpenBLAS and the OpenMP

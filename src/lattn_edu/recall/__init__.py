@@ -21,6 +21,11 @@ width and depth) except the sequence mixer:
   decay per key channel) and Mamba-2's scalar decay per head, both with an RMS norm per head.
   The gates start with every decay α near 1 (see :func:`.mixers.slow_step_sizes`).
 
+The registry also holds chapter 13's ``deltanet_neg`` (β in (0, 2)) and ``deltaproduct``
+(``la.delta_product``, n_h = 2), which the state-tracking lab (:mod:`lattn_edu.tracking`)
+trains; the recall sweep leaves them out unless ``--models`` names them
+(:data:`RECALL_MODELS` is its default).
+
 The number of pairs P is swept at fixed width, so the linear mixers' m×d_v state has
 to hold more and more associations, while softmax keeps every pair in its KV cache.
 
@@ -44,7 +49,7 @@ with ``--resume``, continues a stopped one.
 from __future__ import annotations
 
 from .cli import add_arguments, config_from_args, format_summary, format_table, run
-from .config import CHAPTER7_MODELS, QUICK, QUICK_BUDGET_MINUTES, TINY, RecallConfig
+from .config import CHAPTER7_MODELS, QUICK, QUICK_BUDGET_MINUTES, RECALL_MODELS, TINY, RecallConfig
 from .mixers import (MIXERS, MODELS, BasedMixer, DeltaNetMixer, EluMixer, FavorMixer,
                      GatedDeltaNetMixer, GlaMixer, LinearMixer, Mamba2Mixer, Mixer, RetentionMixer,
                      ScalarDecay, SelectiveMixer, SoftmaxMixer, make_mixer, mixer_class,
@@ -72,6 +77,7 @@ __all__ = [
     "QUICK",
     "QUICK_BUDGET_MINUTES",
     "QUICK_STUDY",
+    "RECALL_MODELS",
     "RecallConfig",
     "RecallModel",
     "RetentionMixer",

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="runs trained side by side, one process each (default: one per core); "
                              "the results do not depend on it")
     parser.add_argument("--models", nargs="+", choices=MODELS,
-                        help="override the models (default: the mode's; the full sweep trains all)")
+                        help="override the models (default: the mode's; the full sweep trains all but "
+                             "chapter 13's deltanet_neg and deltaproduct)")
     parser.add_argument("--pairs", nargs="+", type=int, help="override the pair counts")
     parser.add_argument("--steps", type=int, help="override the training steps per model")
     size.add_argument("--study", choices=("quick", "full"),

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .mixers import MODELS
-
 # Chapter 7's five models, in the order of its figure and tables.
 CHAPTER7_MODELS = ("softmax", "linear", "favor", "retnet", "based")
+# What the recall sweep and the capacity study train by default: chapter 7's models and Part II's
+# selective ones, in the registry's order. The registry also holds chapter 13's state-tracking
+# mixers (deltanet_neg, deltaproduct; see lattn_edu.tracking), which --models can add here.
+RECALL_MODELS = (*CHAPTER7_MODELS, "deltanet", "gated_deltanet", "gla", "mamba2")
 
 
 @dataclass(frozen=True)
 class RecallConfig:
     """Everything that defines a sweep; saved verbatim in the output JSON."""
 
-    models: tuple[str, ...] = MODELS
+    models: tuple[str, ...] = RECALL_MODELS
     pair_counts: tuple[int, ...] = (4, 8, 16, 32, 64)
     num_keys: int = 128  # key tokens 0 .. num_keys-1
     num_values: int = 128  # value tokens num_keys .. num_keys+num_values-1

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..delta import delta_rule
+from ..delta_product import delta_product
 from ..feature_maps import FavorPlus, taylor_features, taylor_width
 from ..gated import gated_linear_attention
 from ..linear import linear_attention
@@ -277,16 +278,19 @@ class DeltaNetMixer(SelectiveMixer):
     """DeltaNet: S_t = (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ through ``la.delta_rule``.
 
     q and k are L2-normalised per head (the rule needs ‖k‖ = 1 to stay stable), the step
-    size β_t = sigmoid(w·x_t) in (0, 1) is a projection per head.
+    size β_t = beta_max · sigmoid(w·x_t) is a projection per head; beta_max = 1 here, so
+    I − β_t k_t k_tᵀ has eigenvalues in (0, 1].
     """
+
+    beta_max = 1.0  # β_t in (0, beta_max)
 
     def __init__(self, d_model: int, num_heads: int) -> None:
         super().__init__(d_model, num_heads)
         self.beta = nn.Linear(d_model, num_heads)
 
     def step_sizes(self, x: torch.Tensor) -> torch.Tensor:
-        """β [B, H, N] in (0, 1)."""
-        return torch.sigmoid(self.per_head(self.beta, x))
+        """β [B, H, N] in (0, beta_max)."""
+        return self.beta_max * torch.sigmoid(self.per_head(self.beta, x))
 
     def log_decay(self, x: torch.Tensor) -> torch.Tensor | None:
         """None: DeltaNet forgets only by overwriting."""
@@ -311,6 +315,16 @@ class GatedDeltaNetMixer(DeltaNetMixer):
     def log_decay(self, x: torch.Tensor) -> torch.Tensor:
         """g [B, H, N] <= 0."""
         return self.decay(x)
+
+
+@register_mixer("deltanet_neg")
+class NegativeDeltaNetMixer(DeltaNetMixer):
+    """DeltaNet with β_t = 2 · sigmoid(w·x_t) in (0, 2) (Grazzi et al. 2025, "Unlocking
+    State-Tracking in Linear RNNs Through Negative Eigenvalues"): along k_t the transition
+    I − β_t k_t k_tᵀ has the eigenvalue 1 − β_t in (−1, 1), so one token can flip the sign of
+    what the state holds there, the −1 that tracking parity needs (chapter 13)."""
+
+    beta_max = 2.0
 
 
 @register_mixer("gla")
@@ -359,6 +373,37 @@ class Mamba2Mixer(SelectiveMixer):
                       v: torch.Tensor) -> torch.Tensor:
         return gated_linear_attention(q, k, v, self.decay(x), scale=self.d_qk ** -0.5,
                                       form="chunkwise", backend="torch")
+
+
+@register_mixer("deltaproduct")
+class DeltaProductMixer(SelectiveMixer):
+    """DeltaProduct (Siems et al. 2025) with n_h = 2 through ``la.delta_product``: per token
+    two delta-rule steps, each with its own L2-normalised key, value and β = 2 · sigmoid in
+    (0, 2), so the transition is a product of two generalised reflections; two reflections
+    make a rotation, which one step of DeltaNet cannot (chapter 13).
+
+    The first step's key and value are the shared projection's (:meth:`Mixer.project`); the
+    second step's come from a projection of their own.
+    """
+
+    steps_per_token, beta_max = 2, 2.0
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        more = self.steps_per_token - 1
+        self.more = nn.Linear(d_model, more * num_heads * (self.d_qk + self.d_head))  # steps 2..n_h
+        self.beta = nn.Linear(d_model, self.steps_per_token * num_heads)
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        batch, n, _ = x.shape
+        n_h, heads = self.steps_per_token, self.num_heads
+        more = self.more(x).view(batch, n, n_h - 1, heads, -1).permute(0, 3, 1, 2, 4)  # [B, H, N, n_h-1, d_qk+d_head]
+        keys = torch.cat([k.unsqueeze(-2), more[..., :self.d_qk]], dim=-2)  # [B, H, N, n_h, d_qk]
+        values = torch.cat([v.unsqueeze(-2), more[..., self.d_qk:]], dim=-2)  # [B, H, N, n_h, d_head]
+        beta = self.beta_max * torch.sigmoid(self.beta(x).view(batch, n, heads, n_h).transpose(1, 2))  # [B, H, N, n_h]
+        return delta_product(F.normalize(q, dim=-1), F.normalize(keys, dim=-1), values, beta,
+                             scale=self.d_qk ** -0.5, form="chunkwise", backend="torch")
 
 
 MODELS = tuple(MIXERS)  # every registered name, in definition order

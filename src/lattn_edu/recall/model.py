@@ -14,16 +14,21 @@ class RecallModel(nn.Module):
     """Embedding, a width-2 causal convolution, pre-norm blocks (mixer + MLP), readout.
 
     ``mixer`` is a registered mixer name (see :data:`MIXERS`); it is the only part that
-    differs between the models a sweep compares.
+    differs between the models a sweep compares. ``vocab`` is the number of token kinds,
+    read and predicted alike; None means the recall task's keys and values. Only ``d_model``,
+    ``num_layers`` and what the mixers read (:class:`.mixers.MixerSizes`) are read from
+    ``config`` then, which is how the state-tracking lab (:mod:`lattn_edu.tracking`) shares it.
 
     The convolution mixes each token with its predecessor, as the short convolutions of
     the efficient models in Zoology do: it lets a value token carry the key before it, so one mixer
     layer can solve the task by matching a query against those keys.
     """
 
-    def __init__(self, mixer: str, config: RecallConfig) -> None:
+    def __init__(self, mixer: str, config: RecallConfig, vocab: int | None = None) -> None:
         super().__init__()
-        vocab, width = config.num_keys + config.num_values, config.d_model
+        width = config.d_model
+        if vocab is None:  # the recall task's tokens: its keys and values
+            vocab = config.num_keys + config.num_values
         self.embed = nn.Embedding(vocab, width)
         self.conv = nn.Linear(2 * width, width)
         self.mixers = nn.ModuleList(make_mixer(mixer, config, i) for i in range(config.num_layers))

@@ -23,7 +23,8 @@ STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], 
           "deltanet": (PALETTE["black"], "-", "o"), "gated_deltanet": (PALETTE["purple"], "-", "o"),
           "mamba2": (PALETTE["green"], "-", "o"), "gla": (PALETTE["sky"], "-", "o"),
           "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "-", "s"),
-          "based": (PALETTE["purple"], "--", "s")}
+          "based": (PALETTE["purple"], "--", "s"), "deltanet_neg": (PALETTE["black"], "--", "^"),
+          "deltaproduct": (PALETTE["vermillion"], "--", "^")}
 
 
 def best_runs(record: dict[str, Any], model: str, num_pairs: int) -> list[dict[str, Any]]:

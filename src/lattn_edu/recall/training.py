@@ -45,15 +45,14 @@ def make_optimiser(model: RecallModel, config: RecallConfig) -> tuple[torch.opti
     return optimiser, schedule
 
 
-def train_steps(model: RecallModel, num_pairs: int, config: RecallConfig,
-                data: torch.Generator, on_step: Callable[[float], None]) -> float:
-    """``config.steps`` steps, each on a fresh batch drawn from ``data``; the last loss."""
+def optimise(model: RecallModel, config: RecallConfig, batch_loss: Callable[[], torch.Tensor],
+             on_step: Callable[[float], None]) -> float:
+    """``config.steps`` AdamW steps (:func:`make_optimiser`, gradients clipped to norm 1), each
+    on the loss ``batch_loss()`` computes on a fresh batch; the last loss. The state-tracking
+    lab (:mod:`lattn_edu.tracking`) trains through it too."""
     optimiser, schedule = make_optimiser(model, config)
     for _ in range(config.steps):
-        tokens, targets = make_batch(num_pairs, config.batch_size, config.num_keys,
-                                     config.num_values, data)  # [B, 3P] each
-        logits = model(tokens, last=num_pairs)  # only the P query positions are scored  [B, P, vocab]
-        loss = F.cross_entropy(logits.flatten(0, 1), targets[:, -num_pairs:].flatten())
+        loss = batch_loss()
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -61,6 +60,19 @@ def train_steps(model: RecallModel, num_pairs: int, config: RecallConfig,
         schedule.step()
         on_step(loss.item())
     return loss.item()
+
+
+def train_steps(model: RecallModel, num_pairs: int, config: RecallConfig,
+                data: torch.Generator, on_step: Callable[[float], None]) -> float:
+    """``config.steps`` steps, each on a fresh batch drawn from ``data``; the last loss."""
+
+    def batch_loss() -> torch.Tensor:
+        tokens, targets = make_batch(num_pairs, config.batch_size, config.num_keys,
+                                     config.num_values, data)  # [B, 3P] each
+        logits = model(tokens, last=num_pairs)  # only the P query positions are scored  [B, P, vocab]
+        return F.cross_entropy(logits.flatten(0, 1), targets[:, -num_pairs:].flatten())
+
+    return optimise(model, config, batch_loss, on_step)
 
 
 def train_one(model_name: str, num_pairs: int, config: RecallConfig,
