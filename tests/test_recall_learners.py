@@ -51,7 +51,8 @@ def test_ttt_mixer_is_ttt_linear_on_its_projections_and_gates():
     eta = torch.sigmoid(per_head(mixer.lr, x)) / (10 * position)  # [B, H, N]
     start = tuple(numpy(p.expand(3, *p.shape)) for p in (mixer.w0, mixer.b0))
     expected = la.ttt_linear(numpy(q), numpy(k), numpy(v), numpy(eta), numpy(mixer.ln_weight),
-                             numpy(mixer.ln_bias), mini_batch_size=16, initial_state=start, form="recurrent")
+                             numpy(mixer.ln_bias), mini_batch_size=16, scale=1.0, initial_state=start,
+                             form="recurrent")
     assert_close(mixer.mix_selective(x, q, k, v).detach(), expected, what="ttt_linear mixer")
 
 
@@ -65,7 +66,7 @@ def test_titans_mixer_is_titans_linear_on_its_projections_and_gates():
     w0, b0 = (numpy(p.expand(3, *p.shape)) for p in (mixer.w0, mixer.b0))
     unit_q, unit_k = (numpy(t / t.norm(dim=-1, keepdim=True)) for t in (q, k))
     expected = la.titans_linear(unit_q, unit_k, numpy(v), numpy(theta), numpy(alpha), numpy(eta),
-                                numpy(mixer.ln_weight), numpy(mixer.ln_bias), mini_batch_size=16,
+                                numpy(mixer.ln_weight), numpy(mixer.ln_bias), mini_batch_size=16, scale=1.0,
                                 initial_state=(w0, b0, np.zeros_like(w0), np.zeros_like(b0)), form="recurrent")
     assert_close(mixer.mix_selective(x, q, k, v).detach(), expected, what="titans_linear mixer")
 
@@ -81,7 +82,7 @@ def test_least_squares_mixer_is_mesanet_on_its_projections_and_gates():
     ridge = 0.25 + F.softplus(mixer.ridge_raw)  # [H, d_qk]
     unit_q, unit_k = (numpy(t / t.norm(dim=-1, keepdim=True)) for t in (q, k))
     expected = la.least_squares_attention(unit_q, unit_k, numpy(v), numpy(beta), numpy(g), ridge=numpy(ridge),
-                                          form="recurrent")
+                                          scale=1.0, form="recurrent")
     assert_close(mixer.mix_selective(x, q, k, v).detach(), expected, what="least_squares mixer")
 
 
