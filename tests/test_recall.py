@@ -75,7 +75,8 @@ def test_model_shapes(name):
     expected_state = {"softmax": None, "linear": 2 * 8 * 9, "favor": 2 * 8 * 9, "retnet": 2 * 8 * 8,
                       "based": 2 * la.taylor_width(3) * 9, "deltanet": 2 * 8 * 8,
                       "gated_deltanet": 2 * 8 * 8, "gla": 2 * 8 * 8, "mamba2": 2 * 8 * 8,
-                      "deltanet_neg": 2 * 8 * 8, "deltaproduct": 2 * 8 * 8}
+                      "deltanet_neg": 2 * 8 * 8, "deltaproduct": 2 * 8 * 8,
+                      "ttt_linear": 2 * 8 * 9, "titans_linear": 2 * 2 * 8 * 9, "least_squares": 2 * 8 * 16}
     assert model.state_size() == expected_state[name]
 
 
@@ -121,15 +122,18 @@ def test_every_registered_mixer_builds_from_a_config_and_keeps_the_shape(name):
 def test_the_registry_is_the_list_of_models():
     assert recall.MODELS == tuple(recall.MIXERS) == ("softmax", "linear", "favor", "retnet", "based",
                                                      "deltanet", "gated_deltanet", "deltanet_neg", "gla",
-                                                     "mamba2", "deltaproduct")
-    # the recall sweep's default: all but chapter 13's state-tracking mixers
-    assert recall.RECALL_MODELS == tuple(m for m in recall.MODELS if m not in ("deltanet_neg", "deltaproduct"))
+                                                     "mamba2", "deltaproduct", "ttt_linear", "titans_linear",
+                                                     "least_squares")
+    # the recall sweep's default: all but chapter 13's state-tracking mixers and chapter 14's learners
+    assert recall.RECALL_MODELS == tuple(m for m in recall.MODELS if m not in (
+        "deltanet_neg", "deltaproduct", "ttt_linear", "titans_linear", "least_squares"))
     assert all(issubclass(cls, recall.Mixer) for cls in recall.MIXERS.values())
 
 
 def test_unknown_mixer_is_refused_with_the_known_names():
     with pytest.raises(ValueError, match="mixer must be one of softmax, linear, favor, retnet, based, deltanet, "
-                       "gated_deltanet, deltanet_neg, gla, mamba2, deltaproduct; got 'mamba'"):
+                       "gated_deltanet, deltanet_neg, gla, mamba2, deltaproduct, ttt_linear, titans_linear, "
+                       "least_squares; got 'mamba'"):
         recall.make_mixer("mamba", SMALL, layer=0)
     with pytest.raises(ValueError, match="mixer must be one of"):
         recall.RecallModel("mamba", SMALL)

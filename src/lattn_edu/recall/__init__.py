@@ -23,8 +23,10 @@ width and depth) except the sequence mixer:
 
 The registry also holds chapter 13's ``deltanet_neg`` (β in (0, 2)) and ``deltaproduct``
 (``la.delta_product``, n_h = 2), which the state-tracking lab (:mod:`lattn_edu.tracking`)
-trains; the recall sweep leaves them out unless ``--models`` names them
-(:data:`RECALL_MODELS` is its default).
+trains, and chapter 14's test-time learners: ``ttt_linear`` (``la.ttt_linear``, TTT-Linear),
+``titans_linear`` (``la.titans_linear``, Titans' memory with a linear inner model) and
+``least_squares`` (``la.least_squares_attention``, MesaNet's exact least-squares read); the
+recall sweep leaves them out unless ``--models`` names them (:data:`RECALL_MODELS` is its default).
 
 The number of pairs P is swept at fixed width, so the linear mixers' m×d_v state has
 to hold more and more associations, while softmax keeps every pair in its KV cache.
@@ -51,9 +53,9 @@ from __future__ import annotations
 from .cli import add_arguments, config_from_args, format_summary, format_table, run
 from .config import CHAPTER7_MODELS, QUICK, QUICK_BUDGET_MINUTES, RECALL_MODELS, TINY, RecallConfig
 from .mixers import (MIXERS, MODELS, BasedMixer, DeltaNetMixer, EluMixer, FavorMixer,
-                     GatedDeltaNetMixer, GlaMixer, LinearMixer, Mamba2Mixer, Mixer, RetentionMixer,
-                     ScalarDecay, SelectiveMixer, SoftmaxMixer, make_mixer, mixer_class,
-                     register_mixer)
+                     GatedDeltaNetMixer, GlaMixer, InnerModelMixer, LeastSquaresMixer, LinearMixer,
+                     Mamba2Mixer, Mixer, RetentionMixer, ScalarDecay, SelectiveMixer, SoftmaxMixer,
+                     TitansLinearMixer, TttLinearMixer, make_mixer, mixer_class, register_mixer)
 from .study import (FULL_STUDY, QUICK_STUDY, StudyConfig, guessing_loss, late_drop, planned_runs,
                     plateau_exit, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
@@ -69,6 +71,8 @@ __all__ = [
     "FavorMixer",
     "GatedDeltaNetMixer",
     "GlaMixer",
+    "InnerModelMixer",
+    "LeastSquaresMixer",
     "LinearMixer",
     "MIXERS",
     "MODELS",
@@ -86,6 +90,8 @@ __all__ = [
     "SoftmaxMixer",
     "StudyConfig",
     "TINY",
+    "TitansLinearMixer",
+    "TttLinearMixer",
     "accuracy",
     "add_arguments",
     "config_from_args",

@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the results do not depend on it")
     parser.add_argument("--models", nargs="+", choices=MODELS,
                         help="override the models (default: the mode's; the full sweep trains all but "
-                             "chapter 13's deltanet_neg and deltaproduct)")
+                             "chapter 13's deltanet_neg and deltaproduct and chapter 14's "
+                             "ttt_linear, titans_linear and least_squares)")
     parser.add_argument("--pairs", nargs="+", type=int, help="override the pair counts")
     parser.add_argument("--steps", type=int, help="override the training steps per model")
     size.add_argument("--study", choices=("quick", "full"),

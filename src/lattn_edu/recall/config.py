@@ -12,7 +12,8 @@ from dataclasses import dataclass
 CHAPTER7_MODELS = ("softmax", "linear", "favor", "retnet", "based")
 # What the recall sweep and the capacity study train by default: chapter 7's models and Part II's
 # selective ones, in the registry's order. The registry also holds chapter 13's state-tracking
-# mixers (deltanet_neg, deltaproduct; see lattn_edu.tracking), which --models can add here.
+# mixers (deltanet_neg, deltaproduct; see lattn_edu.tracking) and chapter 14's test-time learners
+# (ttt_linear, titans_linear, least_squares), which --models can add here.
 RECALL_MODELS = (*CHAPTER7_MODELS, "deltanet", "gated_deltanet", "gla", "mamba2")
 
 

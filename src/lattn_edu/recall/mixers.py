@@ -28,7 +28,9 @@ from ..delta import delta_rule
 from ..delta_product import delta_product
 from ..feature_maps import FavorPlus, taylor_features, taylor_width
 from ..gated import gated_linear_attention
+from ..least_squares import least_squares_attention
 from ..linear import linear_attention
+from ..test_time import titans_linear, ttt_linear
 
 
 class MixerSizes(Protocol):
@@ -404,6 +406,146 @@ class DeltaProductMixer(SelectiveMixer):
         beta = self.beta_max * torch.sigmoid(self.beta(x).view(batch, n, heads, n_h).transpose(1, 2))  # [B, H, N, n_h]
         return delta_product(F.normalize(q, dim=-1), F.normalize(keys, dim=-1), values, beta,
                              scale=self.d_qk ** -0.5, form="chunkwise", backend="torch")
+
+
+class InnerModelMixer(SelectiveMixer):
+    """A mixer whose state is the weights (W [d, d], b [d]) of the inner model f(x) = LN(x W + b),
+    trained on each token's (k, v − k) by mini-batch gradient descent (chapter 14).
+
+    Per head: the layer norm's weight and bias (``ln_weight``, ``ln_bias`` [H, d_head]) and the
+    weights the inner training starts from, learned as the TTT authors learn W_0 (W_0 small and
+    random, b_0 = 0; from zeros the first mini-batch would read z = 0, whose layer norm divides
+    by sqrt(eps)). The inner model is square, so q, k and v share the head's width: the
+    default ``d_qk`` of :class:`Mixer` is d_head. Subclasses implement :meth:`mix_selective`.
+
+    The read is the papers', z = q W + b with no scale on q: with d^-1/2 the bias b, which every
+    token's gradient moves, outweighs q W (for L2-normalised q, four times over at d = 16), and
+    Titans stayed near chance at P = 8 after 400 quick-study steps (0.26; 0.74 with no scale).
+    """
+
+    mini_batch_size = 16  # b: TTT's, and the package's default for both models
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)  # d_qk = d_head (la.ttt_linear refuses any other v)
+        d = self.d_head
+        self.ln_weight = nn.Parameter(torch.ones(num_heads, d))  # [H, d_head]
+        self.ln_bias = nn.Parameter(torch.zeros(num_heads, d))  # [H, d_head]
+        self.w0 = nn.Parameter(0.02 * torch.randn(num_heads, d, d))  # W_0  [H, d, d]
+        self.b0 = nn.Parameter(torch.zeros(num_heads, 1, d))  # b_0  [H, 1, d]
+
+    def start(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W_0 [B, H, d, d], b_0 [B, H, 1, d]): the learned start, the same for every sequence."""
+        return self.w0.expand(batch, *self.w0.shape), self.b0.expand(batch, *self.b0.shape)
+
+
+@register_mixer("ttt_linear")
+class TttLinearMixer(InnerModelMixer):
+    """TTT-Linear (Sun et al. 2024) through ``la.ttt_linear``, the dual (chunkwise) form.
+
+    η_t = sigmoid(w·x_t + c) / (d_head · position of t in its mini-batch): the authors' learned
+    rate (base rate 1, over the head's width) times 1/position, which makes each step the mean
+    of its mini-batch's gradients so far (their learnable offset of the position is left out).
+    q and k are used as projected, as in the paper (no L2 norm); the read is o = z + LN(z).
+    """
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.lr = nn.Linear(d_model, num_heads)
+
+    def learning_rates(self, x: torch.Tensor) -> torch.Tensor:
+        """η [B, H, N] >= 0."""
+        rate = torch.sigmoid(self.per_head(self.lr, x))  # [B, H, N]
+        position = torch.arange(x.shape[1], dtype=rate.dtype, device=rate.device) % self.mini_batch_size + 1  # [N]
+        return rate / (self.d_head * position)
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        return ttt_linear(q, k, v, self.learning_rates(x), self.ln_weight, self.ln_bias,
+                          mini_batch_size=self.mini_batch_size, scale=1.0,
+                          initial_state=self.start(x.shape[0]), form="chunkwise", backend="torch")
+
+    def state_size(self) -> int:
+        return self.num_heads * self.d_head * (self.d_head + 1)  # W [d, d] and b [d] per head
+
+
+@register_mixer("titans_linear")
+class TitansLinearMixer(InnerModelMixer):
+    """Titans' neural memory with a linear inner model (Behrouz et al. 2024) through
+    ``la.titans_linear``: S_t = η_t S_{t−1} − θ_t ∇ℓ_t, M_t = (1 − α_t) M_{t−1} + S_t.
+
+    Per head and token, projections of x: the learning rate θ_t = softplus (>= 0), the
+    forgetting gate α_t = sigmoid and the momentum gate η_t = sigmoid (in [0, 1]). α's bias
+    starts at logit(Δ) with Δ from :func:`slow_step_sizes`, so (1 − α)^128 > 0.27 and a key
+    survives a 128-token gap before training (a zero bias would forget half the memory per
+    token). q and k are L2-normalised, as in the paper; the momentum S starts at 0.
+    """
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.theta, self.alpha, self.eta = (nn.Linear(d_model, num_heads) for _ in range(3))
+        forget = slow_step_sizes(num_heads)
+        with torch.no_grad():
+            self.alpha.bias.copy_(torch.log(forget) - torch.log1p(-forget))  # sigmoid(b) = Δ
+
+    def gates(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """θ [B, H, N] >= 0, α and η [B, H, N] in [0, 1]."""
+        return (F.softplus(self.per_head(self.theta, x)), torch.sigmoid(self.per_head(self.alpha, x)),
+                torch.sigmoid(self.per_head(self.eta, x)))
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        w0, b0 = self.start(x.shape[0])
+        state = (w0, b0, torch.zeros_like(w0), torch.zeros_like(b0))  # M_0 learned, S_0 = 0
+        return titans_linear(F.normalize(q, dim=-1), F.normalize(k, dim=-1), v, *self.gates(x),
+                             self.ln_weight, self.ln_bias, mini_batch_size=self.mini_batch_size,
+                             scale=1.0, initial_state=state, form="chunkwise", backend="torch")
+
+    def state_size(self) -> int:
+        return 2 * self.num_heads * self.d_head * (self.d_head + 1)  # memory M and momentum S
+
+
+@register_mixer("least_squares")
+class LeastSquaresMixer(SelectiveMixer):
+    """MesaNet (von Oswald et al. 2025) through ``la.least_squares_attention``: the read
+    o_t = G_tᵀ (H_t + Λ)⁻¹ q_t of the regularised least-squares fit to every past (k, v).
+
+    q and k are L2-normalised, as in the paper; the input gate β_t = sigmoid (in [0, 1]) is a
+    projection per head, the forget gate log decay is :class:`ScalarDecay`'s (Gated DeltaNet's),
+    and the ridge λ = 0.25 + softplus(p) is learned per head and key channel, starting at 1
+    (flash-linear-attention's MesaNet layer has the same floor and start). q is not scaled, as
+    in the paper (the RMS norm after the read undoes any scale). The chunkwise form
+    solves every token's system exactly (a batched LU solve), in chunks of 16 tokens: it forms
+    every H_t of a chunk, C² d_k² numbers, so a training step at P = 64 (N = 192) takes about
+    a quarter of the time it takes with the package's default C = 64.
+    """
+
+    ridge_floor = 0.25  # λ >= this: H_t + Λ stays well conditioned in float32
+    chunk_size = 16
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.beta = nn.Linear(d_model, num_heads)
+        self.decay = ScalarDecay(d_model, num_heads)
+        start = inverse_softplus(torch.full((num_heads, self.d_qk), 1.0 - self.ridge_floor))
+        self.ridge_raw = nn.Parameter(start)  # [H, d_qk]
+
+    def ridge(self) -> torch.Tensor:
+        """λ [H, d_qk] >= ridge_floor."""
+        return self.ridge_floor + F.softplus(self.ridge_raw)
+
+    def input_gates(self, x: torch.Tensor) -> torch.Tensor:
+        """β [B, H, N] in [0, 1]."""
+        return torch.sigmoid(self.per_head(self.beta, x))
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        return least_squares_attention(F.normalize(q, dim=-1), F.normalize(k, dim=-1), v,
+                                       self.input_gates(x), self.decay(x), ridge=self.ridge(),
+                                       scale=1.0, form="chunkwise", chunk_size=self.chunk_size,
+                                       backend="torch")
+
+    def state_size(self) -> int:
+        return self.num_heads * self.d_qk * (self.d_qk + self.d_head)  # H [d_k, d_k] and G [d_k, d_v]
 
 
 MODELS = tuple(MIXERS)  # every registered name, in definition order

@@ -24,7 +24,8 @@ STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], 
           "mamba2": (PALETTE["green"], "-", "o"), "gla": (PALETTE["sky"], "-", "o"),
           "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "-", "s"),
           "based": (PALETTE["purple"], "--", "s"), "deltanet_neg": (PALETTE["black"], "--", "^"),
-          "deltaproduct": (PALETTE["vermillion"], "--", "^")}
+          "deltaproduct": (PALETTE["vermillion"], "--", "^"), "ttt_linear": (PALETTE["orange"], ":", "D"),
+          "titans_linear": (PALETTE["sky"], ":", "D"), "least_squares": (PALETTE["blue"], ":", "D")}
 
 
 def best_runs(record: dict[str, Any], model: str, num_pairs: int) -> list[dict[str, Any]]:
