@@ -183,10 +183,10 @@ def parser():
 
 
 @pytest.mark.parametrize("options, match", [
-    (["--steps", "0"], "steps must be a positive int; got 0"),
-    (["--layers", "-1"], "num_layers must be a positive int; got -1"),
+    (["--steps", "0"], r"steps must be a positive int \(>= 1\); got 0"),
+    (["--layers", "-1"], r"num_layers must be a positive int \(>= 1\); got -1"),
     (["--learning-rates", "0.003", "-1"], r"learning_rates must be positive; got \[0.003, -1.0\]"),
-    (["--threads", "0"], "threads must be a positive int; got 0"),
+    (["--threads", "0"], r"threads must be a positive int \(>= 1\); got 0"),
 ])
 def test_bad_options_are_named_before_any_training(options, match):
     with pytest.raises(ValueError, match=match):

@@ -485,7 +485,7 @@ class TitansLinearMixer(InnerModelMixer):
         self.theta, self.alpha, self.eta = (nn.Linear(d_model, num_heads) for _ in range(3))
         forget = slow_step_sizes(num_heads)
         with torch.no_grad():
-            self.alpha.bias.copy_(torch.log(forget) - torch.log1p(-forget))  # sigmoid(b) = Δ
+            self.alpha.bias.copy_(torch.logit(forget))  # sigmoid(b) = Δ
 
     def gates(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """θ [B, H, N] >= 0, α and η [B, H, N] in [0, 1]."""

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from .._checks import check_positive_int
 from ..machine import machine_summary
 from ..recall.mixers import MIXERS
 from ..recall.model import RecallModel
@@ -94,9 +95,7 @@ def check_lab(lab: LabConfig) -> LabConfig:
         check_task(task)
     for name in ("d_model", "num_layers", "num_heads", "train_length", "steps", "batch_size",
                  "eval_sequences", "threads"):
-        value = getattr(lab.base, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int; got {value!r}")
+        check_positive_int(getattr(lab.base, name), name)
     if lab.base.d_model % lab.base.num_heads:
         raise ValueError(f"d_model must be a multiple of num_heads={lab.base.num_heads}; got {lab.base.d_model}")
     if not lab.learning_rates or not all(rate > 0 for rate in lab.learning_rates):
