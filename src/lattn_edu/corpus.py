@@ -194,10 +194,7 @@ def random_batch(ids: Any, context: int, batch_size: int,
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator or an int seed; "
                         f"got {type(rng).__name__}")
-    starts = rng.integers(0, ids.shape[0] - context, size=batch_size)  # [B]
-    rows = starts[:, None] + np.arange(context + 1)  # [B, context + 1]
-    window = ids[rows].astype(np.int64)
-    return window[:, :-1], window[:, 1:]
+    return _windows(ids, rng.integers(0, ids.shape[0] - context, size=batch_size), context)  # [B] starts
 
 
 def sequential_batches(ids: Any, context: int,
@@ -216,6 +213,11 @@ def sequential_batches(ids: Any, context: int,
     count = (ids.shape[0] - 1) // context  # windows whose targets all exist
     starts = np.arange(count) * context  # [count]
     for first in range(0, count, batch_size):
-        rows = starts[first:first + batch_size, None] + np.arange(context + 1)  # [b, context + 1]
-        window = ids[rows].astype(np.int64)
-        yield window[:, :-1], window[:, 1:]
+        yield _windows(ids, starts[first:first + batch_size], context)
+
+
+def _windows(ids: np.ndarray, starts: np.ndarray, context: int) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) int64 [b, context]: the windows of ``context`` tokens at ``starts`` [b] and the
+    tokens one after each."""
+    window = ids[starts[:, None] + np.arange(context + 1)].astype(np.int64)  # [b, context + 1]
+    return window[:, :-1], window[:, 1:]
