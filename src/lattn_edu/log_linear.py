@@ -75,10 +75,11 @@ def hierarchical_mask(log_decay: Any, level_weights: Any, position: int = 0) -> 
     log_decay [..., N], level_weights [..., N, L], for tokens at positions position, position + 1, ...
     """
     xp = array_namespace(log_decay)
-    levels = xp.asarray(fenwick_levels(log_decay.shape[-1], position), device=device(log_decay))  # [N, N]
-    weights = sum(xp.where(levels == level, level_weights[..., :, level, None], 0.0)  # λ_t^(ℓ) at level ℓ
-                  for level in range(level_weights.shape[-1]))  # [..., N, N]
-    return weights * decay_mask(log_decay)
+    levels = np.maximum(fenwick_levels(log_decay.shape[-1], position), 0).astype(np.int64)  # [N, N]; any above
+    index = xp.broadcast_to(xp.asarray(levels, device=device(log_decay)),
+                            level_weights.shape[:-1] + levels.shape[-1:])  # [..., N, N]
+    weights = xp.take_along_axis(level_weights, index, axis=-1)  # λ_t^(level(t, s))  [..., N, N]
+    return weights * decay_mask(log_decay)  # the decay mask is 0 above the diagonal
 
 
 def merge_matrices(positions: Any, last: int, n_levels: int) -> np.ndarray:
