@@ -146,7 +146,7 @@ def _check_two_step_transition(answer):
 
 def solution_kda_extra_exponentials(c, d_k):
     """(d_k − 1)(C(C+1)/2 + 2C): per key channel rather than once, the
-    mask exp(b_i − b_j) for j <= i, exp(b_t) and exp(b_C − b_t)."""
+    mask exp(G_i − G_j) for j <= i, exp(G_t) and exp(G_C − G_t)."""
     per_width = c * (c + 1) // 2 + 2 * c  # for one decay channel
     return (d_k - 1) * per_width
 
@@ -155,8 +155,8 @@ def counted_exponentials(c, width):
     """The exponentials of segment sums one chunk of c tokens computes with ``width`` decay
     channels (1: Gated DeltaNet, d_k: KDA), each named and collected once."""
     mask = {("mask", i, j, r) for i, j, r in itertools.product(range(c), range(c), range(width)) if j <= i}
-    read = {("exp(b_t)", t, r) for t, r in itertools.product(range(c), range(width))}
-    update = {("exp(b_C - b_t)", t, r) for t, r in itertools.product(range(c), range(width))}
+    read = {("exp(G_t)", t, r) for t, r in itertools.product(range(c), range(width))}
+    update = {("exp(G_C - G_t)", t, r) for t, r in itertools.product(range(c), range(width))}
     return len(mask | read | update)
 
 

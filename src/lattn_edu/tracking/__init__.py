@@ -8,7 +8,7 @@ recall models (:class:`lattn_edu.recall.RecallModel`) with one of these mixers f
 registry, each through the package's own function on the torch backend:
 
 - ``linear``: linear attention with elu+1 features: the transition is the identity;
-- ``mamba2``: a positive scalar gate per head, A_t = α_t I with α_t in (0, 1];
+- ``mamba2``: a positive scalar gate per head, A_t = α_t I with α_t in (0, 1);
 - ``deltanet``: the delta rule with β in (0, 1): A_t = I − β_t k_t k_tᵀ, eigenvalues in [0, 1];
 - ``deltanet_neg``: β in (0, 2) (Grazzi et al. 2025): eigenvalues in (−1, 1], so a token
   can flip a sign, what parity needs;
