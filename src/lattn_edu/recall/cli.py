@@ -15,7 +15,7 @@ from ..records import save_record
 from .config import QUICK, QUICK_BUDGET_MINUTES, TINY, RecallConfig
 from .mixers import MODELS
 from .pool import check_workers, default_workers
-from .study import FULL_STUDY, QUICK_STUDY, StudyConfig, planned_runs, run_study, summarise
+from .study import QUICK_STUDY, STUDIES, StudyConfig, planned_runs, run_study, summarise
 from .training import sweep
 
 
@@ -49,11 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "ttt_linear, titans_linear and least_squares)")
     parser.add_argument("--pairs", nargs="+", type=int, help="override the pair counts")
     parser.add_argument("--steps", type=int, help="override the training steps per model")
-    size.add_argument("--study", choices=("quick", "full"),
+    size.add_argument("--study", choices=tuple(STUDIES),
                       help="the capacity study instead of one sweep: seeds x learning rates, loss "
                            f"curves and a state-size sweep (quick: {len(QUICK_STUDY.models)} models at "
                            f"P = {QUICK_STUDY.pair_counts[0]} on {len(QUICK_STUDY.seeds)} seeds, budget "
-                           f"{QUICK_BUDGET_MINUTES['study quick']} minutes on 2 free cores; full: hours)")
+                           f"{QUICK_BUDGET_MINUTES['study quick']} minutes on 2 free cores; full: hours; "
+                           "learners: chapter 14's test-time-regression mixers at the quick setting)")
     parser.add_argument("--seeds", nargs="+", type=int, help="with --study: override the seeds")
     parser.add_argument("--learning-rates", nargs="+", type=float,
                         help="with --study: override the learning-rate grid")
@@ -100,7 +101,7 @@ def config_from_args(args: argparse.Namespace) -> RecallConfig:
 
 def study_from_args(args: argparse.Namespace) -> StudyConfig:
     """The --study preset with --seeds, --learning-rates, --models, --pairs, --steps applied."""
-    study = QUICK_STUDY if args.study == "quick" else FULL_STUDY
+    study = STUDIES[args.study]
     overrides: dict[str, Any] = {"base": replace(study.base, threads=args.threads,
                                                  steps=args.steps or study.base.steps)}
     if args.seeds:
