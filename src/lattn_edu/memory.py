@@ -37,8 +37,9 @@ with its residual, k + LN(kW + b). Three things keep this from being a good memo
 pairs, whatever the step size: the layer norm returns a vector of fixed length with mean 0
 (0.25 off on average at m = 32 even for one pair); the bias b takes every gradient with the
 weight 1 = ‖k‖², so every pair written lands on every read like a fully correlated key; and
-from W = 0 the first mini-batch reads z = 0, whose gradient is 1/√eps times larger than any
-later one, so the weights barely turn after it (the step size drops out: LN is scale-invariant).
+from W = 0 the first mini-batch reads z = 0, where the layer norm's gradient is scaled by
+1/√eps = 1000, so its weights come out so long that the later gradients, scaled by 1/σ(z),
+barely turn them (and the step size drops out: LN is scale-invariant).
 """
 
 from __future__ import annotations
