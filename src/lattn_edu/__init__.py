@@ -7,7 +7,7 @@ book re-implements what lives here.
 from .analysis import (AttentionCost, attention_cost, denominator_drift, effective_attention_matrix,
                        numerical_rank, peak_weight, row_entropy, singular_values)
 from .backends import available_backends
-from .delta import delta_rule, ut_transform
+from .delta import delta_rule, implicit_step_size, ut_transform
 from .delta_product import delta_product
 from .feature_maps import (FavorPlus, TrigonometricFeatures, elu_plus_one, exp_kernel,
                            identity_feature_map, relu_feature_map, taylor_features, taylor_width)
@@ -54,6 +54,7 @@ __all__ = [
     "generalized_delta_rule",
     "hierarchical_mask",
     "identity_feature_map",
+    "implicit_step_size",
     "least_squares_attention",
     "linear_attention",
     "log_linear_attention",

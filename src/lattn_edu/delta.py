@@ -22,6 +22,9 @@ T = (I + A)⁻¹ from one triangular solve (the UT transform),
 
 and then the chunk behaves like gated linear attention with values U. Every decay factor is
 exp of a segment sum <= 0 (never exp(b) times exp(−b)), so no decay overflows.
+
+:func:`implicit_step_size` (chapter 14) turns the explicit gradient step into the implicit
+(proximal) one of Longhorn: the same update with step β / (1 + β‖k‖²).
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from typing import Any
 
 from array_api_compat import device
 
-from ._checks import (array_namespace, check_beta, check_bool, check_choice, check_finite, check_initial_state,
-                      check_log_decay, check_positive_int, check_qkv, check_scale)
+from ._checks import (array_namespace, as_float_array, check_beta, check_bool, check_choice, check_finite,
+                      check_initial_state, check_log_decay, check_positive_int, check_qkv, check_scale,
+                      check_sequence, check_within, dtype_name, is_torch_tensor)
 from .gated import gated_weights, per_key_log_decay, read_state, start_state, tail_sums
 from .recurrence import run_recurrence
 
@@ -151,3 +155,39 @@ def delta_rule(q: Any, k: Any, v: Any, beta: Any, log_decay: Any = None, *, scal
     initial_state = check_initial_state(initial_state, q, v)
     return run_recurrence("delta", (q, k, v, beta, log_decay), check_scale(scale, q.shape[-1]), form, backend,
                           chunk_size, initial_state, return_state)
+
+
+def implicit_step_size(beta: Any, k: Any) -> Any:
+    """The step size that makes the delta rule the implicit (proximal) step: β_t / (1 + β_t ‖k_t‖²).
+
+    The proximal step S_t = argmin_S ½‖S − S_{t−1}‖²_F + (β_t/2)‖Sᵀk_t − v_t‖² solves
+    (I + β_t k_t k_tᵀ) S = S_{t−1} + β_t k_t v_tᵀ, and by Sherman–Morrison its solution is the
+    delta step S_t = S_{t−1} + β̂_t k_t (v_t − S_{t−1}ᵀk_t)ᵀ with β̂_t = β_t / (1 + β_t ‖k_t‖²):
+    :func:`delta_rule` with these steps is the implicit rule (Longhorn, Liu et al. 2024, "Longhorn:
+    State Space Models are Amortized Online Learners", arXiv 2407.14207, derives its layer from
+    this step). β̂_t ‖k_t‖² < 1 for every β_t >= 0: the implicit step never overshoots, and a
+    large β_t tends to the exact overwrite β̂ = 1/‖k‖². With unit keys β̂ lies in [0, 1);
+    :func:`delta_rule` takes steps up to 2, so keys with ‖k‖² < 1/2 and a large β can exceed it.
+
+    Parameters
+    ----------
+    beta : array [..., N]
+        β_t >= 0: the weight of the newest pair's loss against staying near S_{t−1}.
+    k : array [..., N, d_k]
+        The keys, as they will be given to :func:`delta_rule`.
+
+    Returns
+    -------
+    array [..., N]: β̂_t, numpy or torch like k, in k's dtype.
+    """
+    k, beta = check_sequence(k, "k"), as_float_array(beta, "beta")
+    if is_torch_tensor(beta) != is_torch_tensor(k) or dtype_name(beta) != dtype_name(k):
+        raise TypeError(f"beta must be a {type(k).__name__} of k's dtype {dtype_name(k)}; got a "
+                        f"{type(beta).__name__} of {dtype_name(beta)}")
+    if tuple(beta.shape) != tuple(k.shape[:-1]):
+        raise ValueError(f"beta must have shape {list(k.shape[:-1])} (one step per key of k, shape "
+                         f"{list(k.shape)}); got {list(beta.shape)}")
+    check_finite(beta, "beta")
+    check_within(beta, "beta", 0.0, float("inf"), "the weight of the newest pair's loss")
+    xp = array_namespace(k)
+    return beta / (1 + beta * xp.sum(k * k, axis=-1))  # β / (1 + β‖k‖²)  [..., N]
