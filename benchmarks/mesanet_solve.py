@@ -1,6 +1,6 @@
 """MesaNet's chunkwise read: the exact solve against a few conjugate-gradient steps, for time and error.
 
-Run: python benchmarks/mesanet_solve.py   (writes benchmarks/results/mesanet_solve.json; about 2 minutes)
+Run: python benchmarks/mesanet_solve.py   (writes src/lattn_edu/data/mesanet_solve.json, which chapter 14 reads; about 2 minutes)
 
 For each case (N, d_k, chunk size C, forget gate, key correlation) ``la.least_squares_attention``
 runs in its chunkwise form with ``solver="exact"`` (a batched LU solve of every H_t + λI of a
@@ -44,7 +44,7 @@ CG_ITERATIONS = (2, 5, 10, 30)
 ROUNDS = 20
 HEADS = 2
 RIDGE = 0.25
-OUT = Path(__file__).resolve().parent / "results" / "mesanet_solve.json"
+OUT = records.repository_data(__file__, "mesanet_solve.json")  # chapter 14 reads it
 
 
 def unit(x: np.ndarray) -> np.ndarray:
