@@ -32,6 +32,10 @@ END = "<!-- end of exercise table -->"
 # tests/test_exercises.py checks that exactly these call it.
 CHECKED_AGAINST_THEIR_SOLUTION = {"ch06.favor_attention", "ch06.favor_variance",
                                   "ch07.elu_limit"}
+# Checked against a computation of their own that no package function performs: numpy's solver,
+# the same recurrence written as one stacked linear map, a count by enumeration.
+CHECKED_AGAINST_AN_INDEPENDENT_COMPUTATION = {"ch13.kda_extra_exponentials", "ch14.sherman_morrison",
+                                              "ch14.momentum_state", "ch14.longhorn_step"}
 ANSWER = {"value": "a number or array", "code": "a function",
           "construction": "an example with a stated property",
           "derivation": "a derivation, then its result"}
@@ -62,6 +66,8 @@ def compared_with(exercise_id: str, kind: str) -> str:
         return "the property it must have (any example that has it passes)"
     if exercise_id in CHECKED_AGAINST_THEIR_SOLUTION:
         return "its solution function, on purpose (see below)"
+    if exercise_id in CHECKED_AGAINST_AN_INDEPENDENT_COMPUTATION:
+        return "an independent computation (numpy's solver, a stacked recurrence, a count)"
     return "the package's own implementation"
 
 
