@@ -203,11 +203,11 @@ class LayerStack:
             raise TypeError(f"name must be a str; got {type(self.name).__name__}")
         layers = check_positive_int(self.num_layers, "num_layers")
         positions = tuple(self.softmax_layers)
-        if (any(isinstance(i, bool) or not isinstance(i, int) for i in positions)
+        if (any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in positions)
                 or len(set(positions)) != len(positions) or not all(0 <= i < layers for i in positions)):
             raise ValueError(f"softmax_layers must be distinct int positions in [0, {layers}) "
                              f"(0-based); got {self.softmax_layers!r}")
-        object.__setattr__(self, "softmax_layers", tuple(sorted(positions)))
+        object.__setattr__(self, "softmax_layers", tuple(sorted(int(i) for i in positions)))
         if positions and not isinstance(self.softmax, SoftmaxLayer):
             raise TypeError(f"softmax must be a SoftmaxLayer when softmax_layers is not empty; "
                             f"got {type(self.softmax).__name__}")
@@ -447,12 +447,12 @@ def round_stack() -> LayerStack:
                       RecurrentLayer(heads=32, key_dim=128, value_dim=128, rule="delta"))
 
 
-PRESETS: dict[str, Callable[[], LayerStack]] = {
+PRESETS: dict[str, Callable[[], LayerStack]] = {  # each stack's own name
     "Qwen3-Next-80B-A3B": qwen3_next_80b_a3b,
     "Kimi Linear 48B-A3B": kimi_linear_48b_a3b,
     "MiniMax-Text-01": minimax_text_01,
     "MiniMax-M2": minimax_m2,
-    "round": round_stack,
+    "round 32-layer stack": round_stack,
 }
 
 
