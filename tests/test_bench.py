@@ -199,12 +199,9 @@ def test_crossover_below_the_smallest_size_is_flagged():
 @pytest.fixture(scope="module")
 def gpu_script():
     """benchmarks/gpu.py, imported as a module (it is a script, not part of the package)."""
-    import importlib.util
+    import benchmark_scripts
 
-    spec = importlib.util.spec_from_file_location("lattn_edu_gpu_script", ROOT / "benchmarks" / "gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("gpu")
 
 
 def test_gpu_script_correctness_step_passes_on_cpu(gpu_script):

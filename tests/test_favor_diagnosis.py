@@ -3,11 +3,11 @@ runs, the swap of the registered favor mixer is undone, and the recorded file th
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+import benchmark_scripts
 
 torch = pytest.importorskip("torch")
 
@@ -16,11 +16,7 @@ from lattn_edu import recall, records  # noqa: E402
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location(
-        "lattn_edu_favor_diagnosis", Path(__file__).resolve().parent.parent / "benchmarks" / "favor_diagnosis.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("favor_diagnosis")
 
 
 @pytest.mark.parametrize("variant", ["favor", "favor, no d^-1/4", "favor, m = 64",

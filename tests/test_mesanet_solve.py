@@ -3,22 +3,17 @@ complete record, the exact solve matches the recurrent form, and CG converges as
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-from pathlib import Path
 
+import benchmark_scripts
 import numpy as np
 import pytest
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location(
-        "lattn_edu_mesanet_solve", Path(__file__).resolve().parent.parent / "benchmarks" / "mesanet_solve.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("mesanet_solve")
 
 
 @pytest.fixture(scope="module")
