@@ -67,7 +67,7 @@ def test_kda_with_every_channel_of_a_head_decaying_alike_is_gated_deltanet():
         kda.decay.A_log.copy_(gdn.decay.A_log + 0.3)
         gdn.decay.A_log.add_(0.3)  # A ≠ 1, so that A's broadcast is checked too
         kda.decay.dt_bias.copy_(gdn.decay.dt_bias.repeat_interleave(d_k))
-    x = inputs(n=45, seed=4)  # KDA's chunks of 16: two whole, one ragged
+    x = inputs(n=45, seed=4)  # KDA's chunks of 8: five whole, one ragged
     assert_close(kda.log_decay(x).detach(), gdn.decay(x)[..., None].expand(-1, -1, -1, d_k).detach())
     assert_close(kda(x).detach(), gdn(x).detach(), what="kda with equal channels against gated_deltanet")
 
@@ -131,6 +131,7 @@ def test_the_hybrid_puts_softmax_where_the_pattern_asks():
     ("softmax*0", 4, "the count after '\\*' must be a positive int; got '0'"),
     ("softmax*two", 4, "got 'two'"),
     ("", 4, "model must be a name in softmax, linear, .* or a layer pattern"),
+    ("softmax", 0, "num_layers must be a positive int"),
 ])
 def test_a_bad_layer_pattern_is_refused_by_name(model, layers, message):
     with pytest.raises(ValueError, match=message):
@@ -150,23 +151,26 @@ def test_decoding_token_by_token_gives_the_forward_logits_and_holds_what_cache_f
             logits, cache = model.step(tokens[:, t], cache)
             stepped.append(logits)
     assert_close(torch.stack(stepped, dim=1), full, what=f"{name}: decoding against the forward pass")
-    held = sum(part.numel() for layer in cache[1:] for part in layer) // 2  # floats per sequence
-    assert held == sum(model.cache_floats(70).values())
+    held = sum(tail.numel() + sum(part.numel() for part in mixer) for tail, mixer in cache)
+    assert held // 2 == sum(model.cache_floats(70).values())  # floats per sequence
 
 
 def test_cache_floats_count_a_growing_kv_cache_a_capped_window_and_a_fixed_state():
     hybrid = lm.LanguageModel(lm.layer_pattern("hybrid", 4), SIZES, VOCAB)
     # one softmax layer: a key and a value of 2 heads x 10 per token; three states of 2 x 10 x 10
-    assert hybrid.cache_floats(100) == {"kv": 40 * 100, "window": 0, "state": 3 * 200}
+    assert hybrid.cache_floats(100) == {"kv": 40 * 100, "window": 0, "state": 3 * 200, "conv": 4 * 3 * 20}
     sliding = lm.LanguageModel(lm.layer_pattern("sliding_window", 4), SIZES, VOCAB)
     assert sliding.cache_floats(3)["window"] == 4 * 40 * 3
-    assert sliding.cache_floats(5) == sliding.cache_floats(1000) == {"kv": 0, "window": 4 * 40 * 5, "state": 0}
+    capped = {"kv": 0, "window": 4 * 40 * 5, "state": 0, "conv": 4 * 3 * 20}
+    assert sliding.cache_floats(5) == sliding.cache_floats(1000) == capped
     based = lm.LanguageModel(lm.layer_pattern("based", 2), SIZES, VOCAB)
-    assert based.cache_floats(9) == {"kv": 0, "window": 40 * 5, "state": 2 * la.taylor_width(3) * 11}
+    assert based.cache_floats(9) == {"kv": 0, "window": 40 * 5, "state": 2 * la.taylor_width(3) * 11,
+                                     "conv": 2 * 3 * 20}
 
 
 def test_a_mixer_without_a_decoding_step_is_named():
-    with pytest.raises(ValueError, match="mixer 'gla' has no decoding step; the decodable mixers are softmax, "):
+    with pytest.raises(ValueError, match="mixer 'gla' has no decoding step; the decodable mixers are "
+                       "softmax, "):
         lm.LanguageModel(("softmax", "gla"), SIZES, VOCAB).start(1)
     with pytest.raises(ValueError, match="mixer 'deltaproduct' has no decoding step"):
         lm.check_lab(replace(lm.TINY, models=("softmax", "deltaproduct")))
@@ -180,7 +184,7 @@ def test_an_untrained_model_scores_log2_of_the_vocabulary():
     tokens, targets = lm.validation_windows(validation, 33, 5)
     losses = lm.position_losses(model, tokens, targets)  # [5, 33]
     assert losses.shape == (5, 33) and vocabulary.size == 72
-    assert_close(bits(losses), np.full((5, 33), math.log2(72)), rtol=1e-6, what="untrained bits per character")
+    assert_close(bits(losses), np.full((5, 33), math.log2(72)), rtol=1e-6, what="untrained bits per char")
 
 
 def test_validation_windows_spread_evenly_from_the_first_token_to_the_last():
@@ -227,13 +231,17 @@ def test_the_tiny_lab_writes_a_record_with_every_field(tmp_path, monkeypatch, ca
     for run in record["runs"]:
         assert set(run) == RUN_FIELDS, run["id"]
         assert [c["step"] for c in run["validation"]] == [0, 2, 3]  # the start, every 2 steps, the end
+        assert set(run["validation"][0]) == {"step", "bits", "copy_first_bits", "copy_second_bits"}
         assert abs(run["validation"][0]["bits"] - record["uniform_bits"]) < 1e-3  # untrained
         assert run["final_bits"] == run["validation"][-1]["bits"] and np.isfinite(run["final_loss"])
         assert len(run["position_bits"]) == tiny.context // lm.TINY.position_block
         assert set(run["copy"]) == {"length", "distance", "first_bits", "second_bits"}
         assert (run["copy"]["length"], run["copy"]["distance"]) == (4, tiny.context + 1 - 8)
+        last = run["validation"][-1]  # the copy probe after training is the last checkpoint's
+        assert (run["copy"]["first_bits"], run["copy"]["second_bits"]) == (last["copy_first_bits"],
+                                                                           last["copy_second_bits"])
         floats = run["cache_floats"]
-        assert floats["total"] == floats["kv"] + floats["window"] + floats["state"] > 0
+        assert floats["total"] == floats["kv"] + floats["window"] + floats["state"] + floats["conv"] > 0
         assert floats["per_token"] == round(floats["total"] / tiny.context, 2)
         assert run["decode_ms"] > 0 and run["parameters"] > 0 and run["layers"] == list(
             lm.layer_pattern(run["model"], tiny.num_layers))
@@ -336,10 +344,11 @@ def test_the_summary_takes_each_model_at_its_best_rate_over_seeds():
 def test_the_full_lab_is_estimated_from_the_seconds_per_step_of_each_model():
     record = {"runs": [fake_run("softmax", 3e-3, 0, 2.0, train_seconds=10.0),
                        fake_run("hybrid", 3e-3, 0, 2.0, train_seconds=30.0)],
-              "config": {"eval_windows": 4}}
+              "config": {"eval_windows": 3, "copy_sequences": 1}}
     lab = replace(lm.TINY, models=("softmax", "hybrid", "kda"), seeds=(0, 1), learning_rates=(1e-3,),
-                  base=replace(lm.TINY.base, steps=1000), eval_every=500, eval_windows=8)
-    # per run: train s/step x 1000 steps + eval s/window (3 s / 12 windows) x 8 windows x 3 checkpoints + 1 s
+                  base=replace(lm.TINY.base, steps=1000), eval_every=500, eval_windows=6, copy_sequences=2)
+    # per run: train s/step x 1000 steps + eval s/window (3 s / (4 x 3) windows) x 8 windows x 3 checkpoints
+    # + the rest of its wall time (1 s)
     softmax, hybrid = 0.1 * 1000 + 6 + 1, 0.3 * 1000 + 6 + 1
     expected = 2 * (softmax + hybrid + (softmax + hybrid) / 2)  # kda: the mean of the two
     assert lm.estimate_seconds(record, lab, workers=1) == pytest.approx(expected)

@@ -75,7 +75,7 @@ class LabConfig:
 FULL = LabConfig()
 # Quick: the Colab edition's: the four models that say how much softmax a model needs (all, a
 # window of it, none, one layer in four), one seed, one rate, fewer steps (not full's runs).
-QUICK = LabConfig(base=replace(FULL.base, steps=400), models=("softmax", "sliding_window", "gated_deltanet",
+QUICK = LabConfig(base=replace(FULL.base, steps=300), models=("softmax", "sliding_window", "gated_deltanet",
                                                                "hybrid"),
                   seeds=(0,), learning_rates=(3e-3,))
 TINY = LabConfig(base=LmConfig(d_model=16, num_heads=2, taylor_dim=2, window=4, context=24, steps=3,
@@ -157,22 +157,19 @@ def decode_seconds(model: LanguageModel, tokens: torch.Tensor) -> list[float]:
     return times
 
 
-def measure(model: LanguageModel, lab: LabConfig) -> dict[str, Any]:
-    """After training: the loss by position, the copy probe, memory, parameters, decode time."""
-    vocabulary, _, validation = corpus()
+def measure(model: LanguageModel, lab: LabConfig, checkpoints: list[dict[str, Any]]) -> dict[str, Any]:
+    """After training: the loss by position, the last checkpoint's copy probe, memory,
+    parameters, decode time."""
     base = lab.base
-    tokens, targets = validation_windows(validation, base.context, lab.eval_windows)
+    tokens, targets = validation_windows(corpus()[2], base.context, lab.eval_windows)
     by_position = bits(position_losses(model, tokens, targets).mean(0))  # [N]
     blocks = np.split(by_position, range(lab.position_block, base.context, lab.position_block))
-    probe = copy_probe(validation, vocabulary.size, base.context, lab.copy_length, lab.copy_sequences,
-                       np.random.default_rng(COPY_SEED))
-    copy = position_losses(model, probe[0], probe[1])  # [B, N]
     floats = model.cache_floats(base.context)
     total = sum(floats.values())
     return {"position_bits": [round(float(b.mean()), 4) for b in blocks],
             "copy": {"length": lab.copy_length, "distance": base.context + 1 - 2 * lab.copy_length,
-                     "first_bits": round(float(bits(copy[:, probe[2]].mean())), 4),
-                     "second_bits": round(float(bits(copy[:, probe[3]].mean())), 4)},
+                     "first_bits": checkpoints[-1]["copy_first_bits"],
+                     "second_bits": checkpoints[-1]["copy_second_bits"]},
             "parameters": sum(p.numel() for p in model.parameters()),
             "cache_floats": {**floats, "total": total, "per_token": round(total / base.context, 2)},
             "decode_ms": round(1e3 * float(np.median(decode_seconds(model, torch.from_numpy(tokens[0])))), 4)}
@@ -188,7 +185,9 @@ def train_run(task_run: tuple[dict[str, Any], LabConfig]) -> dict[str, Any]:
     model = LanguageModel(layer_pattern(run["model"], config.num_layers), config, vocabulary.size)
     data = np.random.default_rng(data_seed(config.seed))
     eval_tokens, eval_targets = validation_windows(validation, config.context, lab.eval_windows)
-    checkpoints: list[dict[str, float]] = []
+    probe = copy_probe(validation, vocabulary.size, config.context, lab.copy_length, lab.copy_sequences,
+                       np.random.default_rng(COPY_SEED))
+    checkpoints: list[dict[str, Any]] = []
     losses: list[float] = []
     evaluating = 0.0  # seconds spent on checkpoints, kept out of the training time
 
@@ -196,7 +195,10 @@ def train_run(task_run: tuple[dict[str, Any], LabConfig]) -> dict[str, Any]:
         nonlocal evaluating
         begin = time.perf_counter()
         nats = position_losses(model, eval_tokens, eval_targets).mean()
-        checkpoints.append({"step": len(losses), "bits": round(float(bits(nats)), 4)})
+        copy = position_losses(model, probe[0], probe[1])  # [B, N]
+        checkpoints.append({"step": len(losses), "bits": round(float(bits(nats)), 4),
+                            "copy_first_bits": round(float(bits(copy[:, probe[2]].mean())), 4),
+                            "copy_second_bits": round(float(bits(copy[:, probe[3]].mean())), 4)})
         evaluating += time.perf_counter() - begin
 
     def batch_loss() -> torch.Tensor:
@@ -211,7 +213,7 @@ def train_run(task_run: tuple[dict[str, Any], LabConfig]) -> dict[str, Any]:
     checkpoint()  # step 0: the untrained model, about log2(vocabulary) bits
     final_loss = optimise(model, config, batch_loss, on_step)
     train_seconds = time.perf_counter() - start - evaluating
-    measured = measure(model.eval(), lab)
+    measured = measure(model.eval(), lab, checkpoints)
     return {**run, "id": run_id(run), "layers": list(model.layers), "steps": config.steps,
             "final_loss": round(final_loss, 4), "validation": checkpoints,
             "final_bits": checkpoints[-1]["bits"], **measured,
@@ -274,9 +276,11 @@ def run_lab(lab: LabConfig, out: Path, mode: str, progress: bool = True, workers
 
 
 def summarise(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per model, at its best learning rate (the lowest mean final validation bits over seeds):
-    the mean [min, max] bits, the copy probe's mean bits on each copy, and the model's size,
-    memory, decode time and training seconds (means over seeds). Rows in the runs' order."""
+    """Per model, at its best learning rate (the lowest mean final validation bits over seeds;
+    the corpus has no third part, so the rate is chosen on the windows it is reported on, as
+    the recall and tracking labs choose theirs): the mean [min, max] bits, the copy probe's
+    mean bits on each copy, and the model's size, memory, decode time and training seconds
+    (means over seeds). Rows in the runs' order."""
     groups: dict[str, dict[float, list[dict[str, Any]]]] = {}
     for r in record["runs"]:
         groups.setdefault(r["model"], {}).setdefault(r["learning_rate"], []).append(r)
@@ -312,15 +316,16 @@ def format_summary(rows: list[dict[str, Any]]) -> str:
 def estimate_seconds(record: dict[str, Any], lab: LabConfig, workers: int) -> float:
     """The wall seconds ``lab`` would take on ``workers`` workers, from ``record``'s runs (which
     must share its model sizes): per model, its measured seconds per training step and per
-    validation window scaled to ``lab``'s steps and checkpoints, plus its measuring time; a model
-    the record lacks counts as the mean of those it has."""
+    checkpoint window (validation and copy probe) scaled to ``lab``'s steps and checkpoints, plus
+    its measuring time; a model the record lacks counts as the mean of those it has."""
     per_model: dict[str, list[float]] = {}
     checkpoints = len(range(0, lab.base.steps, lab.eval_every)) + 1  # step 0, every eval_every, the end
+    windows = lab.eval_windows + lab.copy_sequences  # per checkpoint
+    recorded = record["config"]["eval_windows"] + record["config"]["copy_sequences"]
     for r in record["runs"]:
-        recorded_windows = record["config"]["eval_windows"] * len(r["validation"])
         other = r["wall_seconds"] - r["train_seconds"] - r["eval_seconds"]
         seconds = (r["train_seconds"] / r["steps"] * lab.base.steps
-                   + r["eval_seconds"] / recorded_windows * lab.eval_windows * checkpoints + other)
+                   + r["eval_seconds"] / (recorded * len(r["validation"])) * windows * checkpoints + other)
         per_model.setdefault(r["model"], []).append(seconds)
     means = {model: float(np.mean(seconds)) for model, seconds in per_model.items()}
     fallback = float(np.mean(list(means.values())))
