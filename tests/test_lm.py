@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ from lattn_edu.lm.probes import bits  # noqa: E402
 
 SIZES = replace(lm.TINY.base, d_model=20, num_heads=2, taylor_dim=3, window=5)  # d_head = 10
 VOCAB = 11
-TIMING = {"decode_ms", "train_seconds", "eval_seconds", "wall_seconds"}
+TIMING = {"decode_ms", "train_seconds", "eval_seconds", "wall_seconds", "load_average"}
 
 
 def inputs(n=37, seed=0):
@@ -218,7 +218,7 @@ def test_the_copy_probe_scores_exactly_the_repeated_characters():
 
 RUN_FIELDS = {"model", "seed", "learning_rate", "id", "layers", "steps", "final_loss", "validation",
               "final_bits", "position_bits", "copy", "parameters", "cache_floats", "decode_ms", "loss_curve",
-              "train_seconds", "eval_seconds", "wall_seconds", "threads"}
+              "train_seconds", "eval_seconds", "wall_seconds", "threads", "load_average"}
 
 
 def test_the_tiny_lab_writes_a_record_with_every_field(tmp_path, monkeypatch, capsys):
@@ -353,6 +353,15 @@ def test_the_full_lab_is_estimated_from_the_seconds_per_step_of_each_model():
     expected = 2 * (softmax + hybrid + (softmax + hybrid) / 2)  # kda: the mean of the two
     assert lm.estimate_seconds(record, lab, workers=1) == pytest.approx(expected)
     assert lm.estimate_seconds(record, lab, workers=2) == pytest.approx(expected / 2)
+
+
+def test_the_shipped_quick_record_is_the_quick_preset_with_every_field():
+    record = lm.recorded("quick")
+    assert record["complete"] and record["config"]["mode"] == "quick"
+    settings = {key: value for key, value in record["config"].items() if key in asdict(lm.QUICK)}
+    assert settings == json.loads(json.dumps(asdict(lm.QUICK)))
+    assert [r["model"] for r in record["runs"]] == list(lm.QUICK.models)
+    assert all(set(r) == RUN_FIELDS for r in record["runs"])
 
 
 def test_recorded_names_the_mode_and_says_how_to_make_a_missing_record(tmp_path, monkeypatch):

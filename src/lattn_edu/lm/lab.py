@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -71,9 +72,13 @@ class LabConfig:
     curve_every: int = 25  # one training-loss point per this many steps (the window's mean)
 
 
-# Full: what lm.json is to record, 48 runs: the eight models at two rates on three seeds. The rates:
+# Full: what lm.json is to record, 48 runs: the eight models at two rates on three seeds, about four
+# hours with two workers (lm_quick.json's estimate, 244 minutes; per training step on a free core,
+# from 0.34 s for sliding_window and based to 0.67 s for gated_deltanet and 1.2 s for kda). The rates:
 # softmax after 300 steps stood at 2.79 bits per character with 3e-3 and 2.69 with 1e-2 (and at
-# 2.27 after 1,000 steps with 1e-2).
+# 2.27 after 1,000 steps with 1e-2). At that budget it had not learned to copy: the copy probe's
+# second copy cost 12.25 bits against the first's 12.27, and with a quarter of the training windows
+# given a copy to learn from, 6.34 against 6.39 after 600 steps (a trial, not kept).
 FULL = LabConfig()
 # Quick: the Colab edition's: the four models that say how much softmax a model needs (all, a
 # window of it, none, one layer in four), one seed, full's higher rate, 300 steps (not full's runs).
@@ -84,7 +89,8 @@ TINY = LabConfig(base=LmConfig(d_model=16, num_heads=2, taylor_dim=2, window=4, 
                                batch_size=3),
                  seeds=(0,), learning_rates=(3e-3,), eval_every=2, eval_windows=4, position_block=8,
                  copy_length=4, copy_sequences=3, curve_every=2)
-# What --quick is sized to finish in on two free CPU cores (one worker per core), printed by --help.
+# What --quick is sized to finish in on two free CPU cores (one worker per core), printed by --help;
+# its record (lm_quick.json) took 746 s with one worker on two cores that others loaded to 5-8.
 QUICK_BUDGET_MINUTES = 10
 RECORDS = {"full": "lm.json", "quick": "lm_quick.json"}
 
@@ -221,7 +227,8 @@ def train_run(task_run: tuple[dict[str, Any], LabConfig]) -> dict[str, Any]:
             "final_bits": checkpoints[-1]["bits"], **measured,
             "loss_curve": loss_curve(losses, lab.curve_every),
             "train_seconds": round(train_seconds, 1), "eval_seconds": round(evaluating, 1),
-            "wall_seconds": round(time.perf_counter() - start, 1), "threads": torch.get_num_threads()}
+            "wall_seconds": round(time.perf_counter() - start, 1), "threads": torch.get_num_threads(),
+            "load_average": round(os.getloadavg()[0], 2)}  # the machine's load as the run ended: shared cores
 
 
 def lab_record(lab: LabConfig, mode: str, runs: list[dict[str, Any]], planned: int, wall: float,
