@@ -76,7 +76,8 @@ def test_model_shapes(name):
                       "based": 2 * la.taylor_width(3) * 9, "deltanet": 2 * 8 * 8,
                       "gated_deltanet": 2 * 8 * 8, "gla": 2 * 8 * 8, "mamba2": 2 * 8 * 8,
                       "deltanet_neg": 2 * 8 * 8, "deltaproduct": 2 * 8 * 8,
-                      "ttt_linear": 2 * 8 * 9, "titans_linear": 2 * 2 * 8 * 9, "least_squares": 2 * 8 * 16}
+                      "ttt_linear": 2 * 8 * 9, "titans_linear": 2 * 2 * 8 * 9, "least_squares": 2 * 8 * 16,
+                      "kda": 2 * 8 * 8, "sliding_window": None}
     assert model.state_size() == expected_state[name]
 
 
@@ -123,17 +124,18 @@ def test_the_registry_is_the_list_of_models():
     assert recall.MODELS == tuple(recall.MIXERS) == ("softmax", "linear", "favor", "retnet", "based",
                                                      "deltanet", "gated_deltanet", "deltanet_neg", "gla",
                                                      "mamba2", "deltaproduct", "ttt_linear", "titans_linear",
-                                                     "least_squares")
+                                                     "least_squares", "kda", "sliding_window")
     # the recall sweep's default: all but chapter 13's state-tracking mixers and chapter 14's learners
     assert recall.RECALL_MODELS == tuple(m for m in recall.MODELS if m not in (
-        "deltanet_neg", "deltaproduct", "ttt_linear", "titans_linear", "least_squares"))
+        "deltanet_neg", "deltaproduct", "ttt_linear", "titans_linear", "least_squares", "kda",
+        "sliding_window"))
     assert all(issubclass(cls, recall.Mixer) for cls in recall.MIXERS.values())
 
 
 def test_unknown_mixer_is_refused_with_the_known_names():
     with pytest.raises(ValueError, match="mixer must be one of softmax, linear, favor, retnet, based, deltanet, "
                        "gated_deltanet, deltanet_neg, gla, mamba2, deltaproduct, ttt_linear, titans_linear, "
-                       "least_squares; got 'mamba'"):
+                       "least_squares, kda, sliding_window; got 'mamba'"):
         recall.make_mixer("mamba", SMALL, layer=0)
     with pytest.raises(ValueError, match="mixer must be one of"):
         recall.RecallModel("mamba", SMALL)

@@ -16,6 +16,7 @@ COMMANDS = {
     "bench": ("lattn_edu.bench", "time every backend and form against peers; save tables and plots"),
     "recall": ("lattn_edu.recall", "train small models on associative recall; softmax vs linear"),
     "tracking": ("lattn_edu.tracking", "train small models to track parity, sums mod 3 and S3 at longer lengths"),
+    "lm": ("lattn_edu.lm", "train small character-level language models on Shakespeare, mixer by mixer"),
 }
 
 # What the benchmark's timings need in the environment before numpy's OpenBLAS and the OpenMP

@@ -25,8 +25,11 @@ The registry also holds chapter 13's ``deltanet_neg`` (β in (0, 2)) and ``delta
 (``la.delta_product``, n_h = 2), which the state-tracking lab (:mod:`lattn_edu.tracking`)
 trains, and chapter 14's test-time learners: ``ttt_linear`` (``la.ttt_linear``, TTT-Linear),
 ``titans_linear`` (``la.titans_linear``, Titans' memory with a linear inner model) and
-``least_squares`` (``la.least_squares_attention``, MesaNet's exact least-squares read); the
-recall sweep leaves them out unless ``--models`` names them (:data:`RECALL_MODELS` is its default).
+``least_squares`` (``la.least_squares_attention``, MesaNet's exact least-squares read), and
+chapter 15's ``kda`` (Kimi Delta Attention: Gated DeltaNet with one decay per key channel) and
+``sliding_window`` (softmax over the last W keys), which its language-model lab
+(:mod:`lattn_edu.lm`) trains; the recall sweep leaves them out unless ``--models`` names them
+(:data:`RECALL_MODELS` is its default).
 
 The number of pairs P is swept at fixed width, so the linear mixers' m×d_v state has
 to hold more and more associations, while softmax keeps every pair in its KV cache.
@@ -52,10 +55,10 @@ from __future__ import annotations
 
 from .cli import add_arguments, config_from_args, format_summary, format_table, run
 from .config import CHAPTER7_MODELS, QUICK, QUICK_BUDGET_MINUTES, RECALL_MODELS, TINY, RecallConfig
-from .mixers import (MIXERS, MODELS, BasedMixer, DeltaNetMixer, EluMixer, FavorMixer,
-                     GatedDeltaNetMixer, GlaMixer, InnerModelMixer, LeastSquaresMixer, LinearMixer,
-                     Mamba2Mixer, Mixer, RetentionMixer, ScalarDecay, SelectiveMixer, SoftmaxMixer,
-                     TitansLinearMixer, TttLinearMixer, make_mixer, mixer_class, register_mixer)
+from .mixers import (MIXERS, MODELS, BasedMixer, ChannelDecay, DeltaNetMixer, EluMixer, FavorMixer,
+                     GatedDeltaNetMixer, GlaMixer, InnerModelMixer, KdaMixer, LeastSquaresMixer, LinearMixer,
+                     Mamba2Mixer, Mixer, RetentionMixer, ScalarDecay, SelectiveMixer, SlidingWindowMixer,
+                     SoftmaxMixer, TitansLinearMixer, TttLinearMixer, make_mixer, mixer_class, register_mixer)
 from .study import (FULL_STUDY, QUICK_STUDY, StudyConfig, guessing_loss, late_drop, planned_runs,
                     plateau_exit, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
@@ -65,6 +68,7 @@ from .training import accuracy, sweep, train_one
 __all__ = [
     "BasedMixer",
     "CHAPTER7_MODELS",
+    "ChannelDecay",
     "DeltaNetMixer",
     "EluMixer",
     "FULL_STUDY",
@@ -72,6 +76,7 @@ __all__ = [
     "GatedDeltaNetMixer",
     "GlaMixer",
     "InnerModelMixer",
+    "KdaMixer",
     "LeastSquaresMixer",
     "LinearMixer",
     "MIXERS",
@@ -87,6 +92,7 @@ __all__ = [
     "RetentionMixer",
     "ScalarDecay",
     "SelectiveMixer",
+    "SlidingWindowMixer",
     "SoftmaxMixer",
     "StudyConfig",
     "TINY",

@@ -25,7 +25,8 @@ STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], 
           "favor": (PALETTE["green"], "--", "s"), "retnet": (PALETTE["vermillion"], "-", "s"),
           "based": (PALETTE["purple"], "--", "s"), "deltanet_neg": (PALETTE["black"], "--", "^"),
           "deltaproduct": (PALETTE["vermillion"], "--", "^"), "ttt_linear": (PALETTE["orange"], ":", "D"),
-          "titans_linear": (PALETTE["sky"], ":", "D"), "least_squares": (PALETTE["blue"], ":", "D")}
+          "titans_linear": (PALETTE["sky"], ":", "D"), "least_squares": (PALETTE["blue"], ":", "D"),
+          "kda": (PALETTE["purple"], ":", "v"), "sliding_window": (PALETTE["blue"], "--", "v")}
 
 
 def best_runs(record: dict[str, Any], model: str, num_pairs: int) -> list[dict[str, Any]]:
