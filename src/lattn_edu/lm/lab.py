@@ -10,10 +10,8 @@ times decoding (:meth:`.model.LanguageModel.step`). The worker pool is recall's.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -22,15 +20,14 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from .._checks import check_positive_int
 from ..corpus import CharVocabulary, load_shakespeare, random_batch, train_validation_split
 from ..machine import machine_summary
-from ..recall.pool import run_all
+from ..recall.pool import finished_runs, record_runs
 from ..recall.study import loss_curve
 from ..recall.training import optimise
-from ..records import load_record, save_record
+from ..records import load_record
 from .decode import check_decodable
 from .model import LM_MODELS, LanguageModel, layer_pattern
 from .probes import bits, copy_probe, position_losses, validation_windows
@@ -241,18 +238,6 @@ def lab_record(lab: LabConfig, mode: str, runs: list[dict[str, Any]], planned: i
                        "torch": torch.__version__, "machine": machine_summary()}}
 
 
-def finished_runs(lab: LabConfig, out: Path) -> tuple[list[dict[str, Any]], float]:
-    """The runs (and wall seconds) an earlier, stopped lab of the same settings left in ``out``."""
-    if not out.is_file():
-        return [], 0.0
-    record = json.loads(out.read_text(encoding="utf-8"))
-    settings = {key: value for key, value in record["config"].items() if key in asdict(lab)}
-    if json.loads(json.dumps(asdict(lab))) != settings:
-        raise ValueError(f"out ({out}) holds a lab with other settings; resume needs the same settings, "
-                         f"or remove the file to start afresh")
-    return record["runs"], record["config"]["wall_seconds"]
-
-
 def run_lab(lab: LabConfig, out: Path, mode: str, progress: bool = True, workers: int = 1,
             resume: bool = False) -> dict[str, Any]:
     """Train every planned run, rewriting ``out`` after each one; the final record.
@@ -263,25 +248,15 @@ def run_lab(lab: LabConfig, out: Path, mode: str, progress: bool = True, workers
     for any number of them (but for the seconds), its runs in the order of :func:`planned_runs`.
     """
     check_lab(lab)
-    runs, earlier = finished_runs(lab, out) if resume else ([], 0.0)
+    runs, earlier = finished_runs(asdict(lab), out, "lab") if resume else ([], 0.0)
     done = {r["id"] for r in runs}
     plan = list(planned_runs(lab))
     todo = [(run, lab) for run in plan if run_id(run) not in done]
-    # disable=None: tqdm switches itself off when stderr is not a TTY
-    bar = tqdm(total=len(todo) * lab.base.steps, unit="step", file=sys.stderr,
-               disable=None if progress else True)
-    start = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    record = lab_record(lab, mode, runs, len(plan), earlier, workers)
-    with bar:
-        for row in run_all(train_run, todo, workers, lab.base.threads):
-            bar.set_description(row["id"])
-            bar.update(lab.base.steps)
-            runs.append(row)
-            record = lab_record(lab, mode, runs, len(plan), earlier + time.perf_counter() - start, workers)
-            partial = out.with_suffix(".partial")  # write then rename: never a half-written file
-            save_record(record, partial).replace(out)
-    return record
+    def record_of(rows: list[dict[str, Any]], wall: float) -> dict[str, Any]:
+        return lab_record(lab, mode, rows, len(plan), wall, workers)
+
+    return record_runs(train_run, todo, runs, record_of, out, steps=lab.base.steps, threads=lab.base.threads,
+                       workers=workers, earlier=earlier, progress=progress)
 
 
 def summarise(record: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,15 +8,21 @@ the sweep trained in order by one. Results come back in the order of the runs gi
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 from ..machine import usable_cores
+from ..records import save_record
 
 
 def default_workers(runs: int) -> int:
@@ -69,3 +75,38 @@ def run_all(train: Callable[[Any], Any], runs: Iterable[Any], workers: int,
         yield from pool.map(train, runs)
     finally:  # on an error or an interrupt, the runs not started yet are dropped, not trained
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def finished_runs(settings: dict[str, Any], out: Path, what: str) -> tuple[list[dict[str, Any]], float]:
+    """The runs (and wall seconds) that an earlier, stopped ``what`` ('lab', 'study') with these
+    ``settings`` (its config as a dict) left in ``out``; none when ``out`` does not exist."""
+    if not out.is_file():
+        return [], 0.0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    kept = {key: value for key, value in record["config"].items() if key in settings}
+    if json.loads(json.dumps(settings)) != kept:
+        raise ValueError(f"out ({out}) holds a {what} with other settings; resume needs the same "
+                         f"settings, or remove the file to start afresh")
+    return record["runs"], record["config"]["wall_seconds"]
+
+
+def record_runs(train: Callable[[Any], dict[str, Any]], todo: list[Any], runs: list[dict[str, Any]],
+                record_of: Callable[[list[dict[str, Any]], float], dict[str, Any]], out: Path, *,
+                steps: int, threads: int, workers: int, earlier: float = 0.0,
+                progress: bool = True) -> dict[str, Any]:
+    """Train ``todo`` with :func:`run_all`, appending each row to ``runs`` and rewriting ``out``
+    with ``record_of(runs, wall seconds)`` after every run (written, then renamed: never a
+    half-written file); the final record. ``earlier`` is the wall time of runs already done."""
+    # disable=None: tqdm switches itself off when stderr is not a TTY
+    bar = tqdm(total=len(todo) * steps, unit="step", file=sys.stderr, disable=None if progress else True)
+    start = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = record_of(runs, earlier)
+    with bar:
+        for row in run_all(train, todo, workers, threads):
+            bar.set_description(row["id"])
+            bar.update(steps)
+            runs.append(row)
+            record = record_of(runs, earlier + time.perf_counter() - start)
+            save_record(record, out.with_suffix(".partial")).replace(out)
+    return record

@@ -13,21 +13,16 @@ that says what finished (``"complete": false`` and the list of finished runs).
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from ..machine import machine_summary
-from ..records import save_record
 from .config import RecallConfig
-from .pool import run_all
+from .pool import finished_runs, record_runs
 from .training import check_sweep, train_one
 
 
@@ -72,7 +67,8 @@ QUICK_STUDY = StudyConfig(base=RecallConfig(steps=400), pair_counts=(8,), learni
 # agrees with recall_study_quick.json to 3e-4 in accuracy; the kernels' rounding has changed
 # since), so the two records read side by side. A second rate, half the quick one, because a
 # new mixer's best rate is not known in advance. No state-size sweep.
-LEARNERS_STUDY = replace(QUICK_STUDY, models=("gated_deltanet", "ttt_linear", "titans_linear", "least_squares"),
+LEARNERS_STUDY = replace(QUICK_STUDY,
+                         models=("gated_deltanet", "ttt_linear", "titans_linear", "least_squares"),
                          learning_rates=(6e-3, 3e-3), sweep_models=())
 STUDIES = {"quick": QUICK_STUDY, "full": FULL_STUDY, "learners": LEARNERS_STUDY}
 
@@ -130,18 +126,6 @@ def study_record(study: StudyConfig, mode: str, runs: list[dict[str, Any]], plan
                        "torch": torch.__version__, "machine": machine_summary()}}
 
 
-def finished_runs(study: StudyConfig, out: Path) -> tuple[list[dict[str, Any]], float]:
-    """The runs (and wall seconds) an earlier, stopped study of the same settings left in ``out``."""
-    if not out.is_file():
-        return [], 0.0
-    record = json.loads(out.read_text(encoding="utf-8"))
-    settings = {key: value for key, value in record["config"].items() if key in asdict(study)}
-    if json.loads(json.dumps(asdict(study))) != settings:
-        raise ValueError(f"out ({out}) holds a study with other settings; resume needs the same "
-                         f"settings, or remove the file to start afresh")
-    return record["runs"], record["config"]["wall_seconds"]
-
-
 def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True,
               resume: bool = False, workers: int = 1) -> dict[str, Any]:
     """Train every planned run, rewriting ``out`` after each one; the final record.
@@ -153,25 +137,15 @@ def run_study(study: StudyConfig, out: Path, mode: str, progress: bool = True,
     """
     for models, pairs in ((study.models, study.pair_counts), (study.sweep_models, (study.sweep_pairs,))):
         check_sweep(replace(study.base, models=models, pair_counts=pairs))
-    runs, earlier_wall = finished_runs(study, out) if resume else ([], 0.0)
+    runs, earlier = finished_runs(asdict(study), out, "study") if resume else ([], 0.0)
     done = {r["id"] for r in runs}
     plan = list(planned_runs(study))
     todo = [(run, study) for run in plan if run_id(run) not in done]
-    bar = tqdm(total=len(todo) * study.base.steps, unit="step", file=sys.stderr,
-               disable=None if progress else True)
-    start = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    record = study_record(study, mode, runs, len(plan), earlier_wall, workers)
-    with bar:
-        for row in run_all(train_run, todo, workers, study.base.threads):
-            bar.set_description(row["id"])
-            bar.update(study.base.steps)
-            runs.append(row)
-            record = study_record(study, mode, runs, len(plan), earlier_wall + time.perf_counter() - start,
-                                  workers)
-            partial = out.with_suffix(".partial")  # write then rename: never a half-written file
-            save_record(record, partial).replace(out)
-    return record
+    def record_of(rows: list[dict[str, Any]], wall: float) -> dict[str, Any]:
+        return study_record(study, mode, rows, len(plan), wall, workers)
+
+    return record_runs(train_run, todo, runs, record_of, out, steps=study.base.steps,
+                       threads=study.base.threads, workers=workers, earlier=earlier, progress=progress)
 
 
 def seed_counts(rows: list[dict[str, Any]]) -> str:

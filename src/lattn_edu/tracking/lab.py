@@ -9,7 +9,6 @@ The training loop, optimiser, loss curve and worker pool are recall's
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -18,16 +17,15 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from .._checks import check_positive_int
 from ..machine import machine_summary
 from ..recall.mixers import MIXERS
 from ..recall.model import RecallModel
-from ..recall.pool import run_all
+from ..recall.pool import record_runs
 from ..recall.study import loss_curve
 from ..recall.training import optimise
-from ..records import load_record, save_record
+from ..records import load_record
 from .task import TASKS, check_task, group_order, make_batch
 
 
@@ -190,20 +188,11 @@ def run_lab(lab: LabConfig, out: Path, mode: str, progress: bool = True, workers
     """
     check_lab(lab)
     todo = [(run, lab) for run in planned_runs(lab)]
-    # disable=None: tqdm switches itself off when stderr is not a TTY
-    bar = tqdm(total=len(todo) * lab.base.steps, unit="step", file=sys.stderr, disable=None if progress else True)
-    start, runs = time.perf_counter(), []
-    out.parent.mkdir(parents=True, exist_ok=True)
-    record = lab_record(lab, mode, runs, len(todo), 0.0, workers)
-    with bar:
-        for row in run_all(train_run, todo, workers, lab.base.threads):
-            bar.set_description(row["id"])
-            bar.update(lab.base.steps)
-            runs.append(row)
-            record = lab_record(lab, mode, runs, len(todo), time.perf_counter() - start, workers)
-            partial = out.with_suffix(".partial")  # write then rename: never a half-written file
-            save_record(record, partial).replace(out)
-    return record
+    def record_of(runs: list[dict[str, Any]], wall: float) -> dict[str, Any]:
+        return lab_record(lab, mode, runs, len(todo), wall, workers)
+
+    return record_runs(train_run, todo, [], record_of, out, steps=lab.base.steps, threads=lab.base.threads,
+                       workers=workers, progress=progress)
 
 
 def summarise(record: dict[str, Any]) -> list[dict[str, Any]]:
