@@ -77,8 +77,12 @@ def test_model_shapes(name):
                       "gated_deltanet": 2 * 8 * 8, "gla": 2 * 8 * 8, "mamba2": 2 * 8 * 8,
                       "deltanet_neg": 2 * 8 * 8, "deltaproduct": 2 * 8 * 8,
                       "ttt_linear": 2 * 8 * 9, "titans_linear": 2 * 2 * 8 * 9, "least_squares": 2 * 8 * 16,
-                      "kda": 2 * 8 * 8, "sliding_window": None}
+                      "kda": 2 * 8 * 8, "sliding_window": None, "log_linear": None}
     assert model.state_size() == expected_state[name]
+    # what it keeps after the 12 tokens: a key and a value of 2 x 8 per token (all 12 fit the
+    # window of 64), or ceil(log2 12) + 1 = 5 levels of Mamba-2's state, or the fixed state
+    grown = {"softmax": 12 * 2 * 16, "sliding_window": 12 * 2 * 16, "log_linear": 5 * 2 * 8 * 8}
+    assert model.cache_floats(12) == grown.get(name, expected_state[name])
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -124,25 +128,26 @@ def test_the_registry_is_the_list_of_models():
     assert recall.MODELS == tuple(recall.MIXERS) == ("softmax", "linear", "favor", "retnet", "based",
                                                      "deltanet", "gated_deltanet", "deltanet_neg", "gla",
                                                      "mamba2", "deltaproduct", "ttt_linear", "titans_linear",
-                                                     "least_squares", "kda", "sliding_window")
-    # the recall sweep's default: all but chapter 13's state-tracking mixers and chapter 14's learners
+                                                     "least_squares", "kda", "sliding_window", "log_linear")
+    # the recall sweep's default: all but chapter 13's state-tracking mixers, chapter 14's learners
+    # and chapter 15's
     assert recall.RECALL_MODELS == tuple(m for m in recall.MODELS if m not in (
         "deltanet_neg", "deltaproduct", "ttt_linear", "titans_linear", "least_squares", "kda",
-        "sliding_window"))
+        "sliding_window", "log_linear"))
     assert all(issubclass(cls, recall.Mixer) for cls in recall.MIXERS.values())
 
 
 def test_unknown_mixer_is_refused_with_the_known_names():
     with pytest.raises(ValueError, match="mixer must be one of softmax, linear, favor, retnet, based, deltanet, "
                        "gated_deltanet, deltanet_neg, gla, mamba2, deltaproduct, ttt_linear, titans_linear, "
-                       "least_squares, kda, sliding_window; got 'mamba'"):
+                       "least_squares, kda, sliding_window, log_linear; got 'mamba'"):
         recall.make_mixer("mamba", SMALL, layer=0)
-    with pytest.raises(ValueError, match="mixer must be one of"):
+    with pytest.raises(ValueError, match="model 'mamba' names mixer 'mamba'; mixers are softmax, linear"):
         recall.RecallModel("mamba", SMALL)
 
 
 def test_unknown_model_in_a_sweep_is_refused_before_training():
-    with pytest.raises(ValueError, match="models must be among .*got unknown \\['mamba'\\]"):
+    with pytest.raises(ValueError, match="model 'mamba' names mixer 'mamba'; mixers are softmax"):
         recall.sweep(replace(recall.TINY, models=("softmax", "mamba")), progress=False)
 
 
@@ -215,6 +220,7 @@ def test_quick_keeps_what_chapter_7_reads_from_it():
 def test_quick_is_the_shipped_quick_records_settings():
     shipped = load_record("recall_quick.json")["config"]
     settings = json.loads(json.dumps(asdict(recall.QUICK)))
+    assert settings.pop("window") == 64  # added since the record; none of its models reads it
     assert {key: shipped[key] for key in settings} == settings
 
 

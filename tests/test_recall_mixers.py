@@ -82,6 +82,63 @@ def test_gla_decays_one_number_per_key_channel():
     assert mixer.log_decay(inputs().float()).shape == (3, 2, 37, 10)  # [B, H, N, d_qk]
 
 
+def test_log_linear_mixer_starts_as_mamba2_and_is_la_log_linear_attention_on_its_projections():
+    torch.manual_seed(6)
+    log_linear = recall.make_mixer("log_linear", SMALL, layer=0).double()
+    mamba2 = recall.make_mixer("mamba2", SMALL, layer=0).double()
+    mamba2.load_state_dict(log_linear.state_dict(), strict=False)  # all but the level weights
+    x = inputs(n=70)  # two chunks of 64, 8 levels
+    assert_close(log_linear(x).detach(), mamba2(x).detach(), what="log-linear at λ = 1 against mamba2")
+    with torch.no_grad():  # level weights that differ by level, token and head
+        torch.nn.init.normal_(log_linear.levels.weight, std=0.3)
+    q, k, v = (t.detach().numpy() for t in log_linear.project(x))
+    weights = log_linear.level_weights(x).detach().numpy()  # [B, H, N, L]
+    assert weights.shape == (3, 2, 70, 8) and weights.min() >= 0 and weights.std() > 0.05
+    rule = la.log_linear_attention(q, k, v, log_linear.decay(x).detach().numpy(), weights, form="recurrent")
+    mixed = log_linear.mix_selective(x, *log_linear.project(x))
+    assert_close(mixed.detach(), rule, what="log_linear mixer against la.log_linear_attention")
+
+
+def test_a_recall_model_takes_a_layer_pattern():
+    config = replace(SMALL, num_layers=4)
+    kinds = [type(m).__name__ for m in recall.RecallModel("gated_deltanet+softmax", config).mixers]
+    assert kinds == ["GatedDeltaNetMixer", "SoftmaxMixer"] * 2
+    hybrid = recall.RecallModel("gated_deltanet*3+softmax", config)
+    # after 30 tokens: three states of 2 heads x 10 x 10, one layer's 30 keys and values of 2 x 10
+    assert hybrid.state_size() is None and hybrid.cache_floats(30) == 3 * 200 + 30 * 2 * 20
+    with pytest.raises(ValueError, match="num_layers must be a multiple of the 4 layers"):
+        recall.RecallModel("gated_deltanet*3+softmax", replace(SMALL, num_layers=6))
+
+
+def test_a_study_trains_each_windowed_model_at_each_window(tmp_path):
+    study = replace(TINY_STUDY, models=("sliding_window", "linear+sliding_window", "linear"), seeds=(0,),
+                    learning_rates=(3e-3,), sweep_models=(), windows=(2, 5),
+                    base=replace(recall.TINY, num_layers=2))
+    record = recall.run_study(study, tmp_path / "w.json", "tiny", progress=False)
+    got = {(r["model"], r.get("window")): r for r in record["runs"]}
+    assert sorted(got, key=str) == sorted([("sliding_window", 2), ("sliding_window", 5), ("linear", None),
+                                           ("linear+sliding_window", 2), ("linear+sliding_window", 5)], key=str)
+    assert got["sliding_window", 2]["id"].endswith("/d16/W2") and got["linear", None]["id"].endswith("/d16")
+    key_value = 2 * 16  # per token and layer: a key and a value of 2 heads x 8
+    assert got["sliding_window", 2]["cache_floats"] == 2 * 2 * key_value  # two layers, the last 2 tokens
+    assert got["sliding_window", 5]["cache_floats"] == 2 * 5 * key_value
+    assert got["linear+sliding_window", 5]["cache_floats"] == 2 * 8 * 9 + 5 * key_value
+    assert got["linear", None]["cache_floats"] == 2 * (2 * 8 * 9)  # two fixed states, whatever n
+    rows = {(r["model"], r.get("window")) for r in recall.summarise(record)}
+    assert rows == set(got)
+
+
+def test_the_hybrid_study_has_what_chapter_15_reads():
+    runs = list(recall.planned_runs(recall.HYBRID_STUDY))
+    base = recall.HYBRID_STUDY.base
+    assert base.num_layers == 4 and recall.HYBRID_STUDY.seeds == (0, 1, 2)
+    softmax_layers = {r["model"]: recall.layer_pattern(r["model"], 4).count("softmax") for r in runs}
+    assert {0, 1, 2, 4} <= set(softmax_layers.values())
+    windows = sorted({r["window"] for r in runs if "window" in r})
+    assert windows == [16, 32, 64, 128] and all(r["model"] == "sliding_window" for r in runs if "window" in r)
+    assert "log_linear" in softmax_layers and len(runs) == 3 * (6 + 4)
+
+
 def test_selective_mixer_refuses_to_mix_without_its_input():
     mixer = recall.make_mixer("deltanet", SMALL, layer=0)
     q = torch.zeros(1, 2, 3, 10)
@@ -144,7 +201,7 @@ def test_summary_keeps_the_best_rate_by_mean_over_seeds():
 
 
 def test_study_refuses_an_unknown_model_before_training(tmp_path):
-    with pytest.raises(ValueError, match="got unknown \\['mamba'\\]"):
+    with pytest.raises(ValueError, match="model 'mamba' names mixer 'mamba'"):
         recall.run_study(replace(TINY_STUDY, sweep_models=("mamba",)), tmp_path / "x.json", "tiny",
                          progress=False)
     assert not (tmp_path / "x.json").exists()
@@ -191,5 +248,8 @@ def test_the_quick_study_is_the_shipped_records_main_part():
     planned = [study_module.run_id(run) for run in recall.planned_runs(recall.QUICK_STUDY)]
     assert [r["id"] for r in shipped["runs"] if r["part"] == "main"] == planned
     settings = json.loads(json.dumps(asdict(recall.QUICK_STUDY)))
+    # settings added since the record, at defaults that change none of its runs: the study's
+    # windows (for models with a sliding-window layer, which it has none of) and the base's window
+    assert (settings.pop("windows"), settings["base"].pop("window")) == ([], 64)
     assert {key: value for key, value in shipped["config"].items() if key in settings and key != "sweep_widths"} == {
         key: value for key, value in settings.items() if key != "sweep_widths"}

@@ -154,11 +154,11 @@ def test_late_drop_compares_the_means_of_the_last_windows():
             recall.late_drop({"loss_curve": [1.0] * 9}, windows=bad)
 
 
-def test_summary_table_names_softmax_state_as_its_cache_and_gives_mean_and_range():
+def test_summary_table_says_softmax_state_grows_and_gives_mean_and_range():
     rows = [{"model": "softmax", "num_pairs": 5, "d_model": 8, "state_size": None, "learning_rate": 1e-3,
              "seeds": 3, "mean": 0.5, "min": 0.25, "max": 0.75},
             {"model": "linear", "num_pairs": 5, "d_model": 8, "state_size": 40, "learning_rate": 3e-3,
              "seeds": 3, "mean": 0.125, "min": 0.0, "max": 0.375}]
     lines = recall.format_summary(rows).splitlines()
-    assert lines[2] == "| softmax | 5 | 8 | KV cache | 0.001 | 3 | 0.500 [0.250, 0.750] |"
+    assert lines[2] == "| softmax | 5 | 8 | grows with N | 0.001 | 3 | 0.500 [0.250, 0.750] |"
     assert lines[3] == "| linear | 5 | 8 | 40 | 0.003 | 3 | 0.125 [0.000, 0.375] |"

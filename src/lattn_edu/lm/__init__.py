@@ -31,7 +31,8 @@ from .cli import add_arguments, lab_from_args, run
 from .decode import check_decodable, mixer_step, start_cache
 from .lab import (FULL, QUICK, QUICK_BUDGET_MINUTES, TINY, LabConfig, LmConfig, check_lab, estimate_seconds,
                   format_summary, planned_runs, recorded, run_lab, summarise, train_run)
-from .model import LM_MODELS, LanguageModel, layer_pattern, parse_pattern
+from ..recall.mixers import parse_pattern
+from .model import LM_MODELS, LanguageModel, layer_pattern
 from .probes import copy_probe, position_losses, validation_windows
 
 __all__ = [

@@ -25,7 +25,8 @@ import torch
 from torch import nn
 
 from .._checks import check_positive_int
-from ..recall.mixers import MIXERS, MixerSizes, SlidingWindowMixer, SoftmaxMixer, make_mixer
+from ..recall.mixers import MixerSizes, SlidingWindowMixer, SoftmaxMixer, make_mixer
+from ..recall.mixers import layer_pattern as mixer_layers
 from .decode import Cache, check_decodable, mixer_step, start_cache
 
 LayerCache = tuple[torch.Tensor, Cache]  # the convolution's last inputs [B, width − 1, d], the mixer's
@@ -45,31 +46,15 @@ LM_MODELS = {
 }
 
 
-def parse_pattern(pattern: str) -> tuple[str, ...]:
-    """``"a*3+b"`` -> ('a', 'a', 'a', 'b'): one registered mixer name per layer of one period."""
-    if not isinstance(pattern, str) or not pattern:
-        raise ValueError(f"model must be a name in {', '.join(LM_MODELS)} or a layer pattern such as "
-                         f"'gated_deltanet*3+softmax'; got {pattern!r}")
-    layers: list[str] = []
-    for part in pattern.split("+"):
-        name, _, count = part.partition("*")
-        if name not in MIXERS:
-            raise ValueError(f"model {pattern!r} names mixer {name!r}; mixers are {', '.join(MIXERS)}")
-        if count and not (count.isdigit() and int(count) >= 1):
-            raise ValueError(f"model {pattern!r}: the count after '*' must be a positive int; got {count!r}")
-        layers += [name] * (int(count) if count else 1)
-    return tuple(layers)
-
-
 def layer_pattern(model: str, num_layers: int) -> tuple[str, ...]:
     """The mixer of each of ``num_layers`` layers for ``model`` (a name in :data:`LM_MODELS` or a
-    pattern), the pattern repeated; a ValueError when ``num_layers`` is not a multiple of it."""
+    layer pattern; see :func:`lattn_edu.recall.mixers.layer_pattern`), the pattern repeated; a
+    ValueError when ``num_layers`` is not a multiple of it."""
     num_layers = check_positive_int(num_layers, "num_layers")
-    period = parse_pattern(LM_MODELS.get(model, model))
-    if num_layers % len(period):
-        raise ValueError(f"num_layers must be a multiple of the {len(period)} layers of model "
-                         f"{model!r} ({'+'.join(period)}); got {num_layers}")
-    return period * (num_layers // len(period))
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"model must be a name in {', '.join(LM_MODELS)} or a layer pattern such as "
+                         f"'gated_deltanet*3+softmax'; got {model!r}")
+    return mixer_layers(LM_MODELS.get(model, model), num_layers, label=model)
 
 
 class ShortConvolution(nn.Module):
@@ -159,11 +144,7 @@ class LanguageModel(nn.Module):
         floats = {"kv": 0, "window": 0, "state": 0,
                   "conv": sum((c.width - 1) * c.conv.in_channels for c in self.convolutions)}
         for mixer in self.mixers:
-            per_token = mixer.num_heads * (mixer.d_qk + mixer.d_head)  # one key and one value per head
-            if isinstance(mixer, SlidingWindowMixer):
-                floats["window"] += per_token * min(n, mixer.window)
-            elif isinstance(mixer, SoftmaxMixer):
-                floats["kv"] += per_token * n
-            else:
-                floats["state"] += mixer.state_size()
+            kind = ("window" if isinstance(mixer, SlidingWindowMixer) else
+                    "kv" if isinstance(mixer, SoftmaxMixer) else "state")
+            floats[kind] += mixer.cache_floats(n)
         return floats

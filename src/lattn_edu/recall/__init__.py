@@ -39,7 +39,7 @@ the registry :data:`MIXERS` that names them; a new model is one registered class
 :mod:`.config` (sizes and presets, which name the mixers), :mod:`.model` (the shared
 architecture), :mod:`.training` (training, scoring, the sweep), :mod:`.pool` (independent
 runs side by side, one worker process per core), :mod:`.study` (the capacity study: seeds,
-learning rates, loss curves, a state-size sweep), :mod:`.plots` (the study's figures for
+learning rates, loss curves, a state-size sweep, windows; the hybrid study of chapter 15), :mod:`.plots` (the study's figures for
 chapters 7 and 10) and :mod:`.cli` (``lattn-edu recall``).
 
 Results are bit-reproducible for a given seed and number of torch threads per run (one by
@@ -57,9 +57,10 @@ from .cli import add_arguments, config_from_args, format_summary, format_table, 
 from .config import CHAPTER7_MODELS, QUICK, QUICK_BUDGET_MINUTES, RECALL_MODELS, TINY, RecallConfig
 from .mixers import (MIXERS, MODELS, BasedMixer, ChannelDecay, DeltaNetMixer, EluMixer, FavorMixer,
                      GatedDeltaNetMixer, GlaMixer, InnerModelMixer, KdaMixer, LeastSquaresMixer, LinearMixer,
-                     Mamba2Mixer, Mixer, RetentionMixer, ScalarDecay, SelectiveMixer, SlidingWindowMixer,
-                     SoftmaxMixer, TitansLinearMixer, TttLinearMixer, make_mixer, mixer_class, register_mixer)
-from .study import (FULL_STUDY, QUICK_STUDY, StudyConfig, guessing_loss, late_drop, planned_runs,
+                     LogLinearMixer, Mamba2Mixer, Mixer, RetentionMixer, ScalarDecay, SelectiveMixer,
+                     SlidingWindowMixer, SoftmaxMixer, TitansLinearMixer, TttLinearMixer, layer_pattern,
+                     make_mixer, mixer_class, parse_pattern, register_mixer)
+from .study import (FULL_STUDY, HYBRID_STUDY, QUICK_STUDY, STUDIES, StudyConfig, guessing_loss, late_drop, planned_runs,
                     plateau_exit, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
 from .task import make_batch
@@ -75,10 +76,12 @@ __all__ = [
     "FavorMixer",
     "GatedDeltaNetMixer",
     "GlaMixer",
+    "HYBRID_STUDY",
     "InnerModelMixer",
     "KdaMixer",
     "LeastSquaresMixer",
     "LinearMixer",
+    "LogLinearMixer",
     "MIXERS",
     "MODELS",
     "Mamba2Mixer",
@@ -93,6 +96,7 @@ __all__ = [
     "ScalarDecay",
     "SelectiveMixer",
     "SlidingWindowMixer",
+    "STUDIES",
     "SoftmaxMixer",
     "StudyConfig",
     "TINY",
@@ -105,9 +109,11 @@ __all__ = [
     "format_table",
     "guessing_loss",
     "late_drop",
+    "layer_pattern",
     "make_batch",
     "make_mixer",
     "mixer_class",
+    "parse_pattern",
     "planned_runs",
     "plateau_exit",
     "register_mixer",

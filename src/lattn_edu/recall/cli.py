@@ -117,10 +117,12 @@ def study_from_args(args: argparse.Namespace) -> StudyConfig:
 
 def format_summary(rows: list[dict[str, Any]]) -> str:
     """A study's summary rows as a Markdown table: mean [min, max] over seeds. The state is
-    numbers per layer; softmax has none of fixed size (its KV cache grows with the sequence)."""
+    numbers over the layers; a softmax layer has none of fixed size (its KV cache grows with the
+    sequence), nor has log-linear attention (its levels grow like log N)."""
     lines = ["| model | P | d_model | state | lr | seeds | accuracy mean [min, max] |",
              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['model']} | {r['num_pairs']} | {r['d_model']} | {r['state_size'] or 'KV cache'} | "
+    lines += [f"| {r['model']}{f' (W = {w})' if (w := r.get('window')) else ''} | {r['num_pairs']} | "
+              f"{r['d_model']} | {r['state_size'] or 'grows with N'} | "
               f"{r['learning_rate']:g} | {r['seeds']} | {r['mean']:.3f} [{r['min']:.3f}, {r['max']:.3f}] |"
               for r in rows]
     return "\n".join(lines)

@@ -29,6 +29,7 @@ class RecallConfig:
     num_layers: int = 1
     num_heads: int = 4
     taylor_dim: int = 4  # Based: q, k projected to t; m = 1 + t + t(t+1)/2 = 15 ≈ d_head
+    window: int = 64  # sliding-window layers: the keys a query sees
     steps: int = 1500
     batch_size: int = 32
     learning_rate: float = 3e-3

@@ -30,6 +30,7 @@ from ..feature_maps import FavorPlus, taylor_features, taylor_width
 from ..gated import gated_linear_attention
 from ..least_squares import least_squares_attention
 from ..linear import linear_attention
+from ..log_linear import levels_needed, log_linear_attention
 from ..test_time import titans_linear, ttt_linear
 
 
@@ -85,8 +86,17 @@ class Mixer(nn.Module):
         raise NotImplementedError
 
     def state_size(self) -> int | None:
-        """Numbers in the recurrent state per layer (all heads), or None for a KV cache."""
+        """Numbers in the recurrent state per layer (all heads), or None where what the layer
+        keeps grows with the sequence (a KV cache, log-linear attention's levels)."""
         return None
+
+    def cache_floats(self, n: int) -> int:
+        """Numbers this layer keeps per sequence to go on after ``n`` tokens (all heads): its
+        state, or the keys and values it caches."""
+        size = self.state_size()
+        if size is None:
+            raise NotImplementedError(f"{type(self).__name__} must say what it keeps after n tokens")
+        return size
 
 
 MIXERS: dict[str, type[Mixer]] = {}
@@ -122,12 +132,48 @@ def make_mixer(mixer: str, config: MixerSizes, layer: int) -> Mixer:
     return mixer_class(mixer).from_config(config, layer)
 
 
+def parse_pattern(pattern: str, label: str | None = None) -> tuple[str, ...]:
+    """``"a*3+b"`` -> ('a', 'a', 'a', 'b'): one registered mixer name per layer of one period.
+
+    A *layer pattern* is mixer names joined by ``+``, each optionally ``*count``; ``label`` is
+    what error messages call the model (the pattern itself by default)."""
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError(f"model must be a mixer name or a layer pattern such as "
+                         f"'gated_deltanet*3+softmax'; got {pattern!r}")
+    label = pattern if label is None else label
+    layers: list[str] = []
+    for part in pattern.split("+"):
+        name, _, count = part.partition("*")
+        if name not in MIXERS:
+            raise ValueError(f"model {label!r} names mixer {name!r}; mixers are {', '.join(MIXERS)}")
+        if count and not (count.isdigit() and int(count) >= 1):
+            raise ValueError(f"model {label!r}: the count after '*' must be a positive int; got {count!r}")
+        layers += [name] * (int(count) if count else 1)
+    return tuple(layers)
+
+
+def layer_pattern(pattern: str, num_layers: int, label: str | None = None) -> tuple[str, ...]:
+    """The mixer of each of ``num_layers`` layers for a layer ``pattern`` repeated to fill the
+    stack: ``"gated_deltanet*3+softmax"`` is Qwen3-Next's 3 : 1 layout once in 4 layers, twice
+    in 8; a ValueError when ``num_layers`` is not a multiple of the pattern's period."""
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+        raise ValueError(f"num_layers must be a positive int; got {num_layers!r}")
+    period = parse_pattern(pattern, label)
+    if num_layers % len(period):
+        raise ValueError(f"num_layers must be a multiple of the {len(period)} layers of model "
+                         f"{pattern if label is None else label!r} ({'+'.join(period)}); got {num_layers}")
+    return period * (num_layers // len(period))
+
+
 @register_mixer("softmax")
 class SoftmaxMixer(Mixer):
     """softmax(QKᵀ/√d) V, causal: the full KV cache, the baseline."""
 
     def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def cache_floats(self, n: int) -> int:
+        return n * self.num_heads * (self.d_qk + self.d_head)  # a key and a value per token and head
 
 
 class LinearMixer(Mixer):
@@ -630,6 +676,50 @@ class SlidingWindowMixer(Mixer):
         offset = i[:, None] - i[None, :]  # i − j  [N, N]
         allowed = (offset >= 0) & (offset < self.window)  # True: query i sees key j
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+    def cache_floats(self, n: int) -> int:
+        return min(n, self.window) * self.num_heads * (self.d_qk + self.d_head)  # the last W tokens
+
+
+@register_mixer("log_linear")
+class LogLinearMixer(Mamba2Mixer):
+    """Log-Linear Mamba-2 (Guo et al. 2025): Mamba-2's gated sum split into Fenwick levels by
+    how far back each key lies, one state per level, mixed per head and token by λ_t^(ℓ) =
+    softplus(w_ℓ · x_t + b_ℓ) >= 0 through ``la.log_linear_attention``. The weights start at
+    λ = 1 (b = softplus⁻¹(1)), where the levels add up to Mamba-2's one state: the layer starts
+    as :class:`Mamba2Mixer` and learns how much each range of the past should count.
+
+    After n tokens it keeps ceil(log2 n) + 1 level states per head (:meth:`cache_floats`), so
+    its memory grows like log n: between a fixed state and a KV cache.
+    """
+
+    max_levels = 16  # sequences up to 2^15 tokens
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__(d_model, num_heads)
+        self.levels = nn.Linear(d_model, num_heads * self.max_levels)
+        nn.init.zeros_(self.levels.weight)
+        nn.init.constant_(self.levels.bias, float(inverse_softplus(torch.tensor(1.0))))
+
+    def level_weights(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B, N, d_model] -> λ >= 0 [B, H, N, L] for the L levels N tokens need."""
+        batch, n, _ = x.shape
+        if levels_needed(n) > self.max_levels:
+            raise ValueError(f"x must have at most {2 ** (self.max_levels - 1)} tokens for "
+                             f"{self.max_levels} levels; got {n}")
+        weights = F.softplus(self.levels(x)).view(batch, n, self.num_heads, self.max_levels)
+        return weights.transpose(1, 2)[..., :levels_needed(n)]
+
+    def mix_selective(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor) -> torch.Tensor:
+        return log_linear_attention(q, k, v, self.decay(x), self.level_weights(x), scale=self.d_qk ** -0.5,
+                                    form="chunkwise", backend="torch")
+
+    def state_size(self) -> None:
+        return None  # it grows with the sequence: see cache_floats
+
+    def cache_floats(self, n: int) -> int:
+        return levels_needed(n) * self.num_heads * self.d_qk * self.d_head
 
 
 MODELS = tuple(MIXERS)  # every registered name, in definition order

@@ -7,14 +7,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import RecallConfig
-from .mixers import make_mixer
+from .mixers import layer_pattern, make_mixer
 
 
 class RecallModel(nn.Module):
     """Embedding, a width-2 causal convolution, pre-norm blocks (mixer + MLP), readout.
 
-    ``mixer`` is a registered mixer name (see :data:`MIXERS`); it is the only part that
-    differs between the models a sweep compares. ``vocab`` is the number of token kinds,
+    ``mixer`` is a registered mixer name (see :data:`MIXERS`) or a layer pattern such as
+    ``"gated_deltanet*3+softmax"`` (see :func:`.mixers.layer_pattern`): one mixer per layer, the
+    only part that differs between the models a sweep compares. ``vocab`` is the number of token kinds,
     read and predicted alike; None means the recall task's keys and values. Only ``d_model``,
     ``num_layers`` and what the mixers read (:class:`.mixers.MixerSizes`) are read from
     ``config`` then, which is how the state-tracking lab (:mod:`lattn_edu.tracking`) shares it.
@@ -31,7 +32,8 @@ class RecallModel(nn.Module):
             vocab = config.num_keys + config.num_values
         self.embed = nn.Embedding(vocab, width)
         self.conv = nn.Linear(2 * width, width)
-        self.mixers = nn.ModuleList(make_mixer(mixer, config, i) for i in range(config.num_layers))
+        self.mixers = nn.ModuleList(make_mixer(name, config, i)
+                                    for i, name in enumerate(layer_pattern(mixer, config.num_layers)))
         self.mlps = nn.ModuleList(nn.Sequential(nn.LayerNorm(width), nn.Linear(width, 2 * width),
                                                 nn.GELU(), nn.Linear(2 * width, width))
                                   for _ in range(config.num_layers))
@@ -53,6 +55,12 @@ class RecallModel(nn.Module):
         return self.readout(x if last is None else x[:, -last:])
 
     def state_size(self) -> int | None:
-        """Recurrent-state numbers over all layers, or None for softmax (a KV cache of 2·N·d)."""
+        """Recurrent-state numbers over all layers, or None when a layer keeps what grows with the
+        sequence (softmax's KV cache of 2·N·d; see :meth:`cache_floats`)."""
         sizes = [mixer.state_size() for mixer in self.mixers]
         return None if None in sizes else sum(sizes)
+
+    def cache_floats(self, n: int) -> int:
+        """Numbers the mixers keep per sequence after ``n`` tokens, over all layers: the memory a
+        model spends on the past (the width-2 convolution's one token aside)."""
+        return sum(mixer.cache_floats(n) for mixer in self.mixers)

@@ -26,7 +26,8 @@ STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "linear": (PALETTE["orange"], 
           "based": (PALETTE["purple"], "--", "s"), "deltanet_neg": (PALETTE["black"], "--", "^"),
           "deltaproduct": (PALETTE["vermillion"], "--", "^"), "ttt_linear": (PALETTE["orange"], ":", "D"),
           "titans_linear": (PALETTE["sky"], ":", "D"), "least_squares": (PALETTE["blue"], ":", "D"),
-          "kda": (PALETTE["purple"], ":", "v"), "sliding_window": (PALETTE["blue"], "--", "v")}
+          "kda": (PALETTE["purple"], ":", "v"), "sliding_window": (PALETTE["blue"], "--", "v"),
+          "log_linear": (PALETTE["green"], ":", "v")}
 
 
 def best_runs(record: dict[str, Any], model: str, num_pairs: int) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ import torch
 
 from ..machine import machine_summary
 from .config import RecallConfig
+from .mixers import layer_pattern
 from .pool import finished_runs, record_runs
 from .training import check_sweep, train_one
 
@@ -40,6 +41,7 @@ class StudyConfig:
     sweep_widths: tuple[int, ...] = (32, 64, 128)  # d_model; d_head = d_model / num_heads
     sweep_learning_rate: float = 3e-3
     curve_every: int = 25  # one loss point per this many steps (the window's mean)
+    windows: tuple[int, ...] = ()  # each model with a sliding-window layer at each W (none: base's)
 
 
 # Full: hours of training (recall_study_full.json records how many; resumable): P = 16 and 32,
@@ -70,7 +72,27 @@ QUICK_STUDY = StudyConfig(base=RecallConfig(steps=400), pair_counts=(8,), learni
 LEARNERS_STUDY = replace(QUICK_STUDY,
                          models=("gated_deltanet", "ttt_linear", "titans_linear", "least_squares"),
                          learning_rates=(6e-3, 3e-3), sweep_models=())
-STUDIES = {"quick": QUICK_STUDY, "full": FULL_STUDY, "learners": LEARNERS_STUDY}
+# Hybrids (chapter 15): how much softmax a stack of four Gated DeltaNet layers needs to recall, and
+# what it costs in memory. P = 32 pairs (sequences of 96 tokens) in four layers at the quick
+# study's width, rate and seeds: none, one (the last) or two (alternating) of the four layers
+# softmax, softmax throughout, sliding-window softmax throughout at W = 16 .. 128 (W = 128
+# sees the whole sequence), and Mamba-2 with its log-linear form, whose levels sit between a state
+# and a cache. 800 steps: in the full study one Gated DeltaNet layer at P = 32 and this rate left
+# the plateau after about 400 (recall_study_full.json's loss curves); a four-layer step costs about
+# four one-layer steps, which is what two cores allow for 30 runs.
+HYBRID_STUDY = StudyConfig(base=RecallConfig(steps=800, num_layers=4), pair_counts=(32,),
+                           models=("gated_deltanet", "gated_deltanet*3+softmax", "gated_deltanet+softmax",
+                                   "softmax", "sliding_window", "mamba2", "log_linear"),
+                           learning_rates=(6e-3,), sweep_models=(), windows=(16, 32, 64, 128))
+STUDIES = {"quick": QUICK_STUDY, "full": FULL_STUDY, "learners": LEARNERS_STUDY, "hybrid": HYBRID_STUDY}
+
+
+def windows_of(study: StudyConfig, model: str) -> tuple[int | None, ...]:
+    """The windows ``model`` trains at: each of ``study.windows`` if it has a sliding-window
+    layer, else (None,): its runs keep the base's window, which none of its layers reads."""
+    if study.windows and "sliding_window" in layer_pattern(model, study.base.num_layers):
+        return study.windows
+    return (None,)
 
 
 def in_main_part(study: StudyConfig, model: str, width: int) -> bool:
@@ -85,9 +107,11 @@ def planned_runs(study: StudyConfig) -> Iterator[dict[str, Any]]:
     for seed in study.seeds:
         for num_pairs in study.pair_counts:
             for model in study.models:
-                for rate in study.learning_rates:
-                    yield {"part": "main", "model": model, "num_pairs": num_pairs, "seed": seed,
-                           "learning_rate": rate, "d_model": study.base.d_model}
+                for window in windows_of(study, model):
+                    for rate in study.learning_rates:
+                        run = {"part": "main", "model": model, "num_pairs": num_pairs, "seed": seed,
+                               "learning_rate": rate, "d_model": study.base.d_model}
+                        yield run if window is None else {**run, "window": window}
         for width in study.sweep_widths:
             for model in study.sweep_models:
                 if not in_main_part(study, model, width):
@@ -96,9 +120,11 @@ def planned_runs(study: StudyConfig) -> Iterator[dict[str, Any]]:
 
 
 def run_id(run: dict[str, Any]) -> str:
-    """A short name for one run, e.g. 'main/deltanet/P64/seed1/lr0.003/d64'."""
+    """A short name for one run, e.g. 'main/deltanet/P64/seed1/lr0.003/d64' (and '/W16' for a
+    run at its own window)."""
+    window = f"/W{run['window']}" if "window" in run else ""
     return (f"{run['part']}/{run['model']}/P{run['num_pairs']}/seed{run['seed']}"
-            f"/lr{run['learning_rate']:g}/d{run['d_model']}")
+            f"/lr{run['learning_rate']:g}/d{run['d_model']}{window}")
 
 
 def loss_curve(losses: list[float], every: int) -> list[float]:
@@ -110,7 +136,7 @@ def train_run(task: tuple[dict[str, Any], StudyConfig]) -> dict[str, Any]:
     """Train and score one planned run of a study; its row, with the loss curve."""
     run, study = task
     config = replace(study.base, seed=run["seed"], learning_rate=run["learning_rate"],
-                     d_model=run["d_model"])
+                     d_model=run["d_model"], window=run.get("window", study.base.window))
     losses: list[float] = []
     row = train_one(run["model"], run["num_pairs"], config, losses.append)
     return {**run, **row, "id": run_id(run),
@@ -203,15 +229,21 @@ def summarise(record: dict[str, Any], part: str = "main") -> list[dict[str, Any]
         raise ValueError(f"part must be 'main' or 'state_sweep'; got {part!r}")
     runs = [r for r in record["runs"] if r["part"] == "main"] if part == "main" else sweep_runs(record)
     groups: dict[tuple, dict[float, list[float]]] = {}
-    states: dict[tuple, Any] = {}
+    memory: dict[tuple, tuple[Any, Any]] = {}
     for r in runs:
-        key = (r["model"], r["num_pairs"], r["d_model"])
+        key = (r["model"], r["num_pairs"], r["d_model"], r.get("window"))
         groups.setdefault(key, {}).setdefault(r["learning_rate"], []).append(r["accuracy"])
-        states[key] = r["state_size"]
+        memory[key] = r["state_size"], r.get("cache_floats")
     rows = []
-    for (model, num_pairs, d_model), by_rate in groups.items():
+    for key, by_rate in groups.items():
+        model, num_pairs, d_model, window = key
         rate, scores = max(by_rate.items(), key=lambda item: np.mean(item[1]))
-        rows.append({"model": model, "num_pairs": num_pairs, "d_model": d_model, "learning_rate": rate,
-                     "seeds": len(scores), "mean": float(np.mean(scores)), "min": min(scores),
-                     "max": max(scores), "state_size": states[model, num_pairs, d_model]})
+        row = {"model": model, "num_pairs": num_pairs, "d_model": d_model, "learning_rate": rate,
+               "seeds": len(scores), "mean": float(np.mean(scores)), "min": min(scores),
+               "max": max(scores), "state_size": memory[key][0]}
+        if window is not None:
+            row["window"] = window
+        if memory[key][1] is not None:  # recorded since the hybrid study
+            row["cache_floats"] = memory[key][1]
+        rows.append(row)
     return rows

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from .config import RecallConfig
-from .mixers import MIXERS
+from .mixers import layer_pattern
 from .model import RecallModel
 from .pool import run_all
 from .task import IGNORED, make_batch
@@ -96,14 +96,14 @@ def train_one(model_name: str, num_pairs: int, config: RecallConfig,
     return {"model": model_name, "num_pairs": num_pairs,
             "accuracy": accuracy(model.eval(), eval_tokens, eval_targets),
             "seed": config.seed, "steps": config.steps, "final_loss": round(final_loss, 4),
-            "train_seconds": round(seconds, 1), "state_size": model.state_size()}
+            "train_seconds": round(seconds, 1), "state_size": model.state_size(),
+            "cache_floats": model.cache_floats(3 * num_pairs)}
 
 
 def check_sweep(config: RecallConfig) -> None:
     """Refuse a sweep that would fail part-way, before any training."""
-    unknown = [name for name in config.models if name not in MIXERS]
-    if unknown:
-        raise ValueError(f"models must be among {', '.join(MIXERS)}; got unknown {unknown}")
+    for model in config.models:  # a name or a layer pattern that fills the layers
+        layer_pattern(model, config.num_layers)
     if max(config.pair_counts) > config.num_keys:
         raise ValueError(f"pair_counts must not exceed num_keys={config.num_keys}; "
                          f"got {list(config.pair_counts)}")
