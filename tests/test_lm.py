@@ -372,3 +372,31 @@ def test_recorded_names_the_mode_and_says_how_to_make_a_missing_record(tmp_path,
         lm.recorded("quick")
     records.save_record({"runs": []}, tmp_path / "lm.json")
     assert lm.recorded("full") == {"runs": []}
+
+
+def test_the_plots_draw_each_seed_and_the_mean_at_the_best_rate():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lattn_edu.lm import plots
+
+    def run(model, rate, seed, final_bits):
+        row = fake_run(model, rate, seed, final_bits)
+        row["validation"] = [{"step": s, "bits": final_bits + 1 / (s + 1)} for s in (0, 100, 200)]
+        row["position_bits"] = [final_bits + seed, final_bits - seed, final_bits]
+        return row
+
+    record = {"runs": [run("hybrid", 1e-2, 0, 2.0), run("hybrid", 1e-2, 1, 2.4), run("hybrid", 3e-3, 0, 3.0),
+                       run("softmax", 1e-2, 0, 2.5)], "config": {"position_block": 4}}
+    fig = plots.plot_validation(record)
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2 + 1 + 1 + 1  # hybrid: 2 seeds and the mean; softmax: 1 seed and the mean
+    hybrid_mean = next(line for line in lines if line.get_label() == "hybrid (2)")
+    assert list(hybrid_mean.get_xdata()) == [100, 200]  # step 0 left out
+    assert np.allclose(hybrid_mean.get_ydata(), [2.2 + 1 / 101, 2.2 + 1 / 201])
+    plt.close(fig)
+    fig = plots.plot_position_bits(record)
+    hybrid_mean = next(line for line in fig.axes[0].get_lines() if line.get_label() == "hybrid (2)")
+    assert list(hybrid_mean.get_xdata()) == [2, 6, 10] and np.allclose(hybrid_mean.get_ydata(), [2.7, 1.7, 2.2])
+    plt.close(fig)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -162,3 +164,26 @@ def test_summary_table_says_softmax_state_grows_and_gives_mean_and_range():
     lines = recall.format_summary(rows).splitlines()
     assert lines[2] == "| softmax | 5 | 8 | grows with N | 0.001 | 3 | 0.500 [0.250, 0.750] |"
     assert lines[3] == "| linear | 5 | 8 | 40 | 0.003 | 3 | 0.125 [0.000, 0.375] |"
+
+
+def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
+    import matplotlib.pyplot as plt
+
+    study = recall.StudyConfig(base=replace(recall.TINY, num_layers=2), pair_counts=(3,), seeds=(0, 1, 2),
+                               models=("linear", "linear+softmax", "sliding_window"), learning_rates=(1e-3,),
+                               sweep_models=(), windows=(2, 4))
+    rng = np.random.default_rng(9)
+    runs = [{**run, "id": study_module.run_id(run), "accuracy": float(rng.uniform()), "final_loss": 1.0,
+             "state_size": None, "cache_floats": 100 * len(run["model"]) + run.get("window", 0),
+             "loss_curve": [1.0]} for run in recall.planned_runs(study)]
+    record = study_module.study_record(study, "fake", runs, len(runs), 1.0, workers=1)
+    fig = plots.plot_memory_recall(record)
+    ax = fig.axes[0]
+    drawn = sorted((float(bar.lines[0].get_xdata()[0]), float(bar.lines[0].get_ydata()[0]))
+                   for bar in ax.containers)  # one error bar per summary row
+    expected = sorted((r["cache_floats"], r["mean"]) for r in recall.summarise(record))
+    assert np.allclose(drawn, expected) and len(expected) == 4  # linear, the hybrid, two windows
+    window_line = [line for line in ax.get_lines() if line.get_linestyle() == "--" and line.get_color() != "gray"]
+    assert [list(line.get_xdata()) for line in window_line] == [[1402, 1404]]  # narrowest to widest
+    assert plots.style_of("linear+softmax")[0] == plots.STYLES["linear"][0]
+    plt.close(fig)

@@ -1,4 +1,5 @@
-"""The plots of a capacity-study record (chapters 7 and 10): loss curves, accuracy, state-size sweep.
+"""The plots of a capacity-study record (chapters 7, 10 and 15): loss curves, accuracy, state-size
+sweep, accuracy against memory.
 
 Each ``plot_*`` takes a study record (as :func:`lattn_edu.records.load_record` returns it)
 and returns a matplotlib Figure. The main part's models are drawn at their best learning
@@ -124,5 +125,45 @@ def plot_state_sweep(record: dict[str, Any]) -> Any:
     ax.set(xlabel="width d_model (a head's state is about d_head × d_head)",
            ylabel="accuracy (bar: seeds' range)",
            title=f"P = {config['sweep_pairs']} pairs, lr {config['sweep_learning_rate']:g}, {seed_counts(rows)} seeds")
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig
+
+
+def style_of(model: str) -> tuple[str, str, str]:
+    """(colour, line style, marker) of a registered mixer, or of a layer pattern: a hybrid of
+    recurrent and softmax layers takes the recurrent mixer's colour and a marker per softmax count."""
+    if model in STYLES:
+        return STYLES[model]
+    layers = model.split("+")
+    recurrent = next(part.partition("*")[0] for part in layers if not part.startswith("softmax"))
+    colour, _, _ = STYLES[recurrent]
+    return colour, "-.", "s" if len(layers) == 2 and "*" in layers[0] else "D"
+
+
+def plot_memory_recall(record: dict[str, Any]) -> Any:
+    """Recall accuracy against the numbers each model keeps per sequence after the task's 3P
+    tokens (all layers; log scale): mean over seeds with the range as an error bar, the
+    sliding windows joined by a line from the narrowest to the widest."""
+    import matplotlib.pyplot as plt
+
+    config = record["config"]
+    rows = summarise(record, "main")
+    fig, ax = plt.subplots(figsize=(7.4, 4.0), layout="constrained")
+    for row in rows:
+        colour, _, marker = style_of(row["model"])
+        label = row["model"] + (f" (W = {row['window']})" if "window" in row else "")
+        ax.errorbar([row["cache_floats"]], [row["mean"]], yerr=[[row["mean"] - row["min"]],
+                                                                [row["max"] - row["mean"]]],
+                    fmt=marker, color=colour, capsize=3, label=label)
+    windows = sorted((r for r in rows if "window" in r), key=lambda r: r["window"])
+    if windows:
+        ax.plot([r["cache_floats"] for r in windows], [r["mean"] for r in windows], "--",
+                color=style_of(windows[0]["model"])[0], lw=0.8)
+    ax.axhline(1 / config["base"]["num_values"], color="gray", lw=0.8, ls="--", label="guessing")
+    pairs = config["pair_counts"][0]
+    ax.set(xscale="log", xlabel=f"numbers kept per sequence after {3 * pairs} tokens (all layers)",
+           ylabel="accuracy (bar: seeds' range)",
+           title=f"P = {pairs} pairs, {config['base']['num_layers']} layers, "
+                 f"{config['base']['steps']:,} steps, {seed_counts(rows)} seeds")
     fig.legend(loc="outside right upper", fontsize=8)
     return fig

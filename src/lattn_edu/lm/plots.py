@@ -1,0 +1,66 @@
+"""The plots of a language-model lab record (chapter 15): validation bits against steps, and the
+loss by position in the context.
+
+Each ``plot_*`` takes a lab record (as :func:`.lab.recorded` returns it) and returns a matplotlib
+Figure. Every model is drawn at its best learning rate, the one :func:`.lab.summarise` picks;
+a thick line is the mean over seeds and thin lines are the seeds themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..recall.plots import STYLES
+from ..style import PALETTE
+from .lab import summarise
+
+# the lab's models that are not a single registered mixer: the hybrid, and Based's two layers
+LM_STYLES = {**STYLES, "hybrid": (PALETTE["vermillion"], "-.", "D"), "based": (PALETTE["sky"], "--", "s")}
+
+
+def best_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each model's runs at its best learning rate, in the summary's order."""
+    return {row["model"]: [r for r in record["runs"] if r["model"] == row["model"]
+                           and r["learning_rate"] == row["learning_rate"]] for row in summarise(record)}
+
+
+def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]]) -> None:
+    colour, line, _ = LM_STYLES[model]
+    for curve in curves:
+        ax.plot(x, curve, line, color=colour, lw=0.6, alpha=0.5)
+    ax.plot(x, np.mean(curves, axis=0), line, color=colour, lw=2, label=f"{model} ({len(curves)})")
+
+
+def plot_validation(record: dict[str, Any], first_step: int = 100) -> Any:
+    """Validation bits per character against training step (from ``first_step``: step 0 is the
+    untrained model's log2 of the vocabulary, which would squash the rest)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
+    for model, runs in best_runs(record).items():
+        points = [p for p in runs[0]["validation"] if p["step"] >= first_step]
+        curves = [[p["bits"] for p in r["validation"] if p["step"] >= first_step] for r in runs]
+        _draw(ax, model, np.array([p["step"] for p in points]), curves)
+    ax.set(xlabel="training step", ylabel="validation bits per character",
+           title="mean over seeds (thick) and each seed (thin); (n): seeds")
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig
+
+
+def plot_position_bits(record: dict[str, Any]) -> Any:
+    """Validation bits per character by position in the context, in blocks: how much each model
+    gains from the characters before (falling lines: it uses the far context)."""
+    import matplotlib.pyplot as plt
+
+    block = record["config"]["position_block"]
+    fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
+    for model, runs in best_runs(record).items():
+        curves = [r["position_bits"] for r in runs]
+        starts = block * np.arange(len(curves[0]))
+        _draw(ax, model, starts + block / 2, curves)
+    ax.set(xlabel=f"position in the context (blocks of {block} characters)",
+           ylabel="validation bits per character", title="after training; (n): seeds")
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig
