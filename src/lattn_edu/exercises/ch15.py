@@ -1,0 +1,228 @@
+"""Exercises for chapter 15 (hybrids, log-linear attention, sliding windows): the KV cache of a
+hybrid as a function of its ratio and the context, the context from which a hybrid decodes with
+fewer multiply–adds than full attention, how many Fenwick level states log-linear attention
+holds after a token, and the sliding window whose cache weighs as much as one recurrent state.
+
+What each checker compares with (the package's own counts, never the solutions):
+
+- ``ch15.hybrid_kv_bytes``: :func:`lattn_edu.hybrid.kv_cache_bytes` of the stack built with
+  :func:`lattn_edu.hybrid.interleave` (softmax layers ``SoftmaxLayer.gqa``), in the dtype whose
+  :func:`lattn_edu.hybrid.bytes_per_number` is the case's; exact (rtol 0).
+- ``ch15.break_even_context``: the ceiling of :func:`lattn_edu.hybrid.break_even_context`
+  (``hybrid``, ``full_attention(hybrid)``, "flops"), at least 1. The package returns a real
+  number, the context where the two costs are equal; the exercise asks for the first whole
+  context at which the hybrid costs no more. The answer may read the stack's attributes; the
+  checker does not switch the package's counting methods off.
+- ``ch15.log_linear_states``: the distinct levels (entries >= 0) in row t of
+  :func:`lattn_edu.log_linear.fenwick_levels`, one table of 5001 positions for every case.
+- ``ch15.window_matching_state``: the largest W found by bisection with the package's bytes,
+  :func:`lattn_edu.hybrid.kv_cache_bytes` of a one-layer windowed stack at context W against
+  :func:`lattn_edu.hybrid.state_bytes` of a one-layer recurrent stack without a convolution.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .. import hybrid
+from ..log_linear import fenwick_levels, levels_needed
+from .base import Exercise, check_function
+
+# --- ch15.hybrid_kv_bytes
+
+
+def solution_hybrid_kv_bytes(num_layers, softmax_per_group, group,
+                             query_heads, kv_heads, head_dim, context,
+                             bytes_per_number):
+    """KV-cache bytes of a hybrid at ``context`` tokens: an int.
+
+    Only the softmax layers cache, and only their KV heads: the
+    query heads read the cache but add nothing to it.
+    """
+    softmax_layers = num_layers // group * softmax_per_group
+    per_token = kv_heads * 2 * head_dim  # a key and a value per KV head
+    return softmax_layers * context * per_token * bytes_per_number
+
+
+DTYPE_OF_BYTES = {hybrid.bytes_per_number(dtype): dtype for dtype in ("float8", "bfloat16", "float32",
+                                                                        "float64")}
+
+
+def _kv_cases():
+    """Qwen3-Next's shape at 128k, pure recurrent and full attention, MHA and MQA, odd sizes."""
+    names = ("num_layers", "softmax_per_group", "group", "query_heads", "kv_heads", "head_dim",
+             "context", "bytes_per_number")
+    shapes = ((48, 1, 4, 16, 2, 256, 131_072, 2),  # Qwen3-Next-80B-A3B
+              (8, 0, 4, 8, 2, 64, 1000, 2),  # pure recurrent: no cache
+              (12, 3, 3, 6, 6, 32, 77, 4),  # every layer softmax, multi-head attention
+              (45, 2, 5, 9, 3, 17, 1001, 1),
+              (21, 1, 7, 15, 5, 48, 4097, 8),
+              (30, 2, 3, 12, 1, 96, 9, 2),  # multi-query attention
+              (80, 1, 8, 64, 8, 128, 1_000_000, 2))  # MiniMax-Text-01's shape at a million
+    return [dict(zip(names, shape)) for shape in shapes]
+
+
+def package_kv_bytes(num_layers, softmax_per_group, group, query_heads, kv_heads, head_dim, context,
+                     bytes_per_number):
+    """hybrid.kv_cache_bytes of the interleaved stack (the recurrent layers' shape does not matter)."""
+    recurrent = hybrid.LayerStack("recurrent", num_layers, (), hybrid.SoftmaxLayer.gqa(
+        query_heads, kv_heads, head_dim), hybrid.RecurrentLayer(heads=1, key_dim=1, value_dim=1))
+    stack = hybrid.interleave(recurrent, softmax_per_group, group)
+    return hybrid.kv_cache_bytes(stack, context, DTYPE_OF_BYTES[bytes_per_number])
+
+
+def _check_hybrid_kv_bytes(answer):
+    check_function(answer, package_kv_bytes, _kv_cases(), rtol=0.0)
+
+
+# --- ch15.break_even_context
+
+
+def solution_break_even_context(stack):
+    """Smallest context N >= 1 at which ``stack`` decodes a token with no
+    more multiply–adds than full_attention(stack): an int.
+
+    Full attention puts the softmax layer in place of each recurrent one,
+    so per replaced layer: state passes R <= N · P, P read per token.
+    """
+    rec, soft = stack.recurrent, stack.softmax
+    passes = 3 if rec.rule == "delta" else 2  # the delta rule also reads Sᵀk
+    state = passes * rec.heads * rec.key_dim * rec.value_dim
+    conv = rec.conv_channels * rec.conv_kernel  # the short convolution
+    read = soft.query_heads * (soft.key_dim + soft.value_dim)
+    return max(1, math.ceil((state + conv) / read))
+
+
+def _break_even_cases():
+    """The round stack, the presets' hybrids at 1 and 2 softmax layers per 4 (and none), odd
+    head counts with a convolution, and a stack cheaper than full attention from the first token."""
+    cases = [hybrid.round_stack()]
+    for make in (hybrid.qwen3_next_80b_a3b, hybrid.kimi_linear_48b_a3b, hybrid.minimax_text_01):
+        cases += [hybrid.interleave(make(), per_group, 4) for per_group in (1, 2)]
+    cases.append(hybrid.interleave(hybrid.kimi_linear_48b_a3b(), 0, 4))
+    cases.append(hybrid.LayerStack("odd additive", 7, (2, 5), hybrid.SoftmaxLayer.gqa(9, 3, 5, 7),
+                                   hybrid.RecurrentLayer(5, 3, 7, "additive", 11, 3)))
+    cases.append(hybrid.LayerStack("odd delta", 9, (4,), hybrid.SoftmaxLayer.gqa(15, 5, 11),
+                                   hybrid.RecurrentLayer(7, 13, 9, "delta", conv_channels=5, conv_kernel=4)))
+    cases.append(hybrid.LayerStack("tiny state", 3, (1,), hybrid.SoftmaxLayer.gqa(9, 3, 6),
+                                   hybrid.RecurrentLayer(1, 1, 1, "additive")))
+    return [{"stack": stack} for stack in cases]
+
+
+def package_break_even(stack):
+    """The first whole context from hybrid.break_even_context, where the costs are equal."""
+    return max(1, math.ceil(hybrid.break_even_context(stack, hybrid.full_attention(stack), "flops")))
+
+
+def _check_break_even_context(answer):
+    check_function(answer, package_break_even, _break_even_cases(), rtol=0.0)
+
+
+# --- ch15.log_linear_states
+
+
+def solution_log_linear_states(t):
+    """Non-empty Fenwick levels after the token at position t (0-based):
+    an int, or an int array like t.
+
+    Level 0 holds token t; level l >= 1 holds the 2^(l−1) tokens before
+    t's l−1 low bits, non-empty when bit l−1 of t is set: 1 + popcount(t).
+    """
+    t = np.asarray(t)
+    count = np.ones_like(t)  # level 0: the token itself
+    for bit in range(int(t.max()).bit_length()):  # level bit + 1
+        count += (t >> bit) & 1
+    return count if count.ndim else int(count)
+
+
+TABLE_POSITIONS = 5001  # one level table covers every case
+
+
+@functools.lru_cache(maxsize=2)
+def filled_level_counts(n):
+    """The distinct levels (entries >= 0) in each row of fenwick_levels(n): [n]."""
+    levels = fenwick_levels(n)  # row t: level(t, s) for s <= t, −1 after  [n, n]
+    return sum((levels == level).any(axis=1).astype(int) for level in range(levels_needed(n)))
+
+
+def package_level_states(t):
+    """The distinct levels in row t of fenwick_levels: the same shape as t."""
+    t = np.asarray(t)
+    return filled_level_counts(max(TABLE_POSITIONS, int(t.max()) + 1))[t]
+
+
+def _level_cases():
+    """The first positions, powers of two and one before them, and random ones up to 5000."""
+    positions = [{"t": t} for t in (0, 1, 2, 3, 7, 8, 255, 1023, 1000)]
+    random = np.random.default_rng(153).integers(0, TABLE_POSITIONS, 11)
+    return positions + [{"t": random}, {"t": np.array([0, 4096, 4095, 5000])}]
+
+
+def _check_log_linear_states(answer):
+    check_function(answer, package_level_states, _level_cases(), rtol=0.0)
+
+
+# --- ch15.window_matching_state
+
+
+def solution_window_matching_state(heads, d_k, d_v, kv_heads, head_dim):
+    """Largest sliding window W whose KV cache holds no more numbers
+    than one recurrent layer's state: an int (0 if not even one token).
+
+    The state holds heads·d_k·d_v numbers; the window caches W tokens
+    of kv_heads keys and values of head_dim numbers.
+    """
+    state = heads * d_k * d_v
+    per_token = kv_heads * 2 * head_dim  # a key and a value per KV head
+    return state // per_token  # floor: W + 1 tokens would not fit
+
+
+def _window_cases():
+    """Qwen3-Next's and MiniMax-Text-01's layers, the round stack's, odd sizes, one too small."""
+    names = ("heads", "d_k", "d_v", "kv_heads", "head_dim")
+    shapes = ((32, 128, 128, 2, 256),  # Qwen3-Next: 32 value heads' states, 2 KV heads of 256
+              (32, 128, 128, 8, 128),  # the round stack
+              (64, 128, 128, 8, 128),  # MiniMax-Text-01
+              (5, 3, 7, 2, 5), (7, 9, 11, 3, 13), (16, 64, 96, 1, 80),
+              (1, 3, 5, 2, 7))  # 15 numbers: less than one token's 28
+    return [dict(zip(names, shape)) for shape in shapes]
+
+
+def package_matching_window(heads, d_k, d_v, kv_heads, head_dim):
+    """The largest W with kv_cache_bytes(window W, at context W) <= state_bytes, by bisection."""
+    state = hybrid.state_bytes(hybrid.LayerStack("one recurrent layer", 1, (), None, hybrid.RecurrentLayer(
+        heads, d_k, d_v, conv_channels=0, conv_kernel=0)))
+    softmax = hybrid.SoftmaxLayer.gqa(query_heads=kv_heads, kv_heads=kv_heads, head_dim=head_dim)
+    layer = hybrid.LayerStack("one softmax layer", 1, (0,), softmax, None)
+
+    def fits(window):
+        return hybrid.kv_cache_bytes(hybrid.windowed(layer, window), window) <= state
+
+    if not fits(1):
+        return 0
+    low, high = 1, 2  # fits(low), and high is to be tried
+    while fits(high):
+        low, high = high, 2 * high
+    while high - low > 1:  # fits(low), not fits(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def _check_window_matching_state(answer):
+    check_function(answer, package_matching_window, _window_cases(), rtol=0.0)
+
+
+EXERCISES = [
+    Exercise("ch15.hybrid_kv_bytes", "The KV cache of a hybrid: ratio and context",
+             "code", solution_hybrid_kv_bytes, _check_hybrid_kv_bytes),
+    Exercise("ch15.break_even_context", "From which context a hybrid decodes more cheaply",
+             "code", solution_break_even_context, _check_break_even_context),
+    Exercise("ch15.log_linear_states", "How many level states log-linear attention holds",
+             "code", solution_log_linear_states, _check_log_linear_states),
+    Exercise("ch15.window_matching_state", "The sliding window that weighs one recurrent state",
+             "code", solution_window_matching_state, _check_window_matching_state),
+]

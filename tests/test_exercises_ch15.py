@@ -1,0 +1,168 @@
+"""Chapter 15's exercises: each accepts its solution, its checker stands on the package's own counts
+(lattn_edu.hybrid, lattn_edu.log_linear), and it rejects the slips a student is likely to make."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lattn_edu import hybrid
+from lattn_edu.exercises import CATALOG, ExerciseFailed, ch15
+from lattn_edu.log_linear import fenwick_levels, levels_needed
+
+IDS = ("ch15.hybrid_kv_bytes", "ch15.break_even_context", "ch15.log_linear_states",
+       "ch15.window_matching_state")
+
+
+def check(exercise_id, answer):
+    CATALOG[exercise_id].check(answer)
+
+
+def test_chapter_15_has_its_exercises():
+    assert set(IDS) == {i for i in CATALOG if i.startswith("ch15.")}
+    assert all(CATALOG[i].kind == "code" for i in IDS)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_accepts_its_solution(exercise_id):
+    check(exercise_id, CATALOG[exercise_id].solution)
+
+
+# --- ch15.hybrid_kv_bytes
+
+def test_kv_cases_cover_no_softmax_all_softmax_grouped_queries_and_every_dtype():
+    cases = ch15._kv_cases()
+    assert {case["softmax_per_group"] for case in cases} >= {0}
+    assert any(case["softmax_per_group"] == case["group"] for case in cases)
+    assert sum(case["query_heads"] != case["kv_heads"] for case in cases) >= 4
+    assert {case["bytes_per_number"] for case in cases} == {1, 2, 4, 8}
+    assert all(case["num_layers"] % case["group"] == 0 for case in cases)
+
+
+def test_qwen3_next_kv_cache_at_128k_is_the_preset_s():
+    qwen = hybrid.qwen3_next_80b_a3b()
+    case = ch15._kv_cases()[0]
+    expected = hybrid.kv_cache_bytes(qwen, 131_072)  # 12 layers · 131072 · 2 · 2 · 256 · 2 bytes = 3 GiB
+    assert ch15.solution_hybrid_kv_bytes(**case) == expected == 3 * 2**30
+    assert ch15.package_kv_bytes(**case) == expected
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda **c: ch15.solution_hybrid_kv_bytes(**c) // 2,  # keys only: no factor 2
+    lambda **c: c["num_layers"] * c["context"] * c["kv_heads"] * 2 * c["head_dim"] * c["bytes_per_number"],
+    lambda **c: ch15.solution_hybrid_kv_bytes(**{**c, "kv_heads": c["query_heads"]}),
+], ids=["keys only", "every layer softmax", "query heads"])
+def test_kv_bytes_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch15.hybrid_kv_bytes", wrong)
+
+
+# --- ch15.break_even_context
+
+def test_break_even_answer_is_the_first_context_where_the_hybrid_costs_no_more():
+    for case in ch15._break_even_cases():
+        stack = case["stack"]
+        full, n = hybrid.full_attention(stack), ch15.solution_break_even_context(stack)
+        assert hybrid.decode_macs(stack, n) <= hybrid.decode_macs(full, n)
+        assert n == 1 or hybrid.decode_macs(stack, n - 1) > hybrid.decode_macs(full, n - 1)
+
+
+def test_full_attention_puts_the_softmax_layer_in_place_of_each_recurrent_one():
+    stack = hybrid.interleave(hybrid.kimi_linear_48b_a3b(), 1, 4)
+    full = hybrid.full_attention(stack)
+    assert full.num_softmax == full.num_layers == stack.num_layers and full.softmax == stack.softmax
+
+
+def test_break_even_does_not_depend_on_the_ratio():
+    """Each replaced layer trades R for N·P on its own: the layer counts cancel."""
+    qwen = hybrid.qwen3_next_80b_a3b()
+    contexts = {ch15.package_break_even(hybrid.interleave(qwen, k, 4)) for k in (0, 1, 2, 3)}
+    assert contexts == {196}
+
+
+def test_break_even_returns_a_real_number_and_the_cases_need_its_ceiling():
+    cases = ch15._break_even_cases()
+    reals = [hybrid.break_even_context(c["stack"], hybrid.full_attention(c["stack"])) for c in cases]
+    assert all(isinstance(r, float) for r in reals)
+    assert any(r != math.floor(r) and r > 1 for r in reals)  # floor and ceil differ
+    assert any(r < 1 for r in reals)  # the answer is 1 there
+    stacks = [c["stack"] for c in cases]
+    assert any(s.recurrent.conv_channels for s in stacks) and {s.recurrent.rule for s in stacks} == {
+        "delta", "additive"}
+
+
+def _break_even(stack, passes=None, conv=True, rounding=math.ceil):
+    rec, soft = stack.recurrent, stack.softmax
+    passes = passes or (3 if rec.rule == "delta" else 2)
+    state = passes * rec.heads * rec.key_dim * rec.value_dim + conv * rec.conv_channels * rec.conv_kernel
+    return max(1, rounding(state / (soft.query_heads * (soft.key_dim + soft.value_dim))))
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda stack: _break_even(stack, conv=False),
+    lambda stack: _break_even(stack, passes=2),
+    lambda stack: _break_even(stack, rounding=math.floor),
+], ids=["no convolution", "two passes for the delta rule", "floor"])
+def test_break_even_slips_are_rejected(wrong):
+    assert _break_even(hybrid.round_stack()) == ch15.solution_break_even_context(hybrid.round_stack())
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch15.break_even_context", wrong)
+
+
+# --- ch15.log_linear_states
+
+def test_one_plus_popcount_counts_the_filled_levels_of_every_position_below_2048():
+    levels = fenwick_levels(2048)  # [2048, 2048]
+    t = np.arange(2048)
+    filled = np.array([len(set(row[row >= 0])) for row in levels])
+    np.testing.assert_array_equal(ch15.solution_log_linear_states(t), filled)
+    assert all(ch15.solution_log_linear_states(int(i)) == filled[i] for i in (0, 1, 6, 1000, 2047))
+
+
+def test_level_cases_reach_5000_and_include_scalars_and_arrays():
+    cases = [case["t"] for case in ch15._level_cases()]
+    assert {0, 1, 2, 3, 7, 8, 255, 1023, 1000} <= {t for t in cases if np.ndim(t) == 0}
+    arrays = [t for t in cases if np.ndim(t) == 1]
+    assert arrays and max(int(t.max()) for t in arrays) == 5000
+    assert isinstance(ch15.solution_log_linear_states(7), int)
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda t: np.vectorize(lambda x: bin(x).count("1"))(t),  # no level 0
+    lambda t: np.vectorize(lambda x: levels_needed(x + 1))(t),  # allocated, not filled
+    lambda t: np.vectorize(lambda x: x.bit_length())(t),
+], ids=["popcount", "levels_needed", "bit_length"])
+def test_level_count_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch15.log_linear_states", lambda t: wrong(np.asarray(t, dtype=object)).astype(int))
+
+
+# --- ch15.window_matching_state
+
+def test_the_matching_window_fits_and_one_more_token_does_not():
+    for case in ch15._window_cases():
+        w = ch15.solution_window_matching_state(**case)
+        numbers = case["heads"] * case["d_k"] * case["d_v"]
+        per_token = 2 * case["kv_heads"] * case["head_dim"]
+        assert w * per_token <= numbers < (w + 1) * per_token
+
+
+def test_qwen3_next_window_matches_the_preset_s_layers():
+    """The preset counts one state per value head (32 of 128 × 128); its attention layer caches
+    2 KV heads of 256: a window of 512 tokens weighs one Gated DeltaNet state, convolution aside."""
+    qwen = hybrid.qwen3_next_80b_a3b()
+    rec, case = qwen.recurrent, ch15._window_cases()[0]
+    assert (rec.heads, rec.key_dim, rec.value_dim) == (case["heads"], case["d_k"], case["d_v"])
+    assert qwen.softmax.cache_width == 2 * case["kv_heads"] * case["head_dim"]
+    assert ch15.solution_window_matching_state(**case) == 512
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda heads, d_k, d_v, kv_heads, head_dim: heads * d_k * d_v // (kv_heads * head_dim),
+    lambda heads, d_k, d_v, kv_heads, head_dim: -(-heads * d_k * d_v // (2 * kv_heads * head_dim)),
+], ids=["keys only", "ceil"])
+def test_window_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch15.window_matching_state", wrong)
