@@ -400,3 +400,14 @@ def test_the_plots_draw_each_seed_and_the_mean_at_the_best_rate():
     hybrid_mean = next(line for line in fig.axes[0].get_lines() if line.get_label() == "hybrid (2)")
     assert list(hybrid_mean.get_xdata()) == [2, 6, 10] and np.allclose(hybrid_mean.get_ydata(), [2.7, 1.7, 2.2])
     plt.close(fig)
+
+
+def test_the_shipped_full_record_is_the_full_preset_finished():
+    """What chapter 15 reads: every model on every seed, each run with every field."""
+    record = lm.recorded("full")
+    assert record["complete"] and record["config"]["mode"] == "full"
+    settings = {key: value for key, value in record["config"].items() if key in asdict(lm.FULL)}
+    assert settings == json.loads(json.dumps(asdict(lm.FULL)))
+    assert record["finished"] == [lab_module.run_id(run) for run in lm.planned_runs(lm.FULL)]
+    assert all(set(r) == RUN_FIELDS for r in record["runs"])
+    assert all(row["seeds"] == 3 for row in lm.summarise(record))

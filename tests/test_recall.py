@@ -253,3 +253,22 @@ def test_the_mixers_do_not_import_the_configuration_that_names_them():
                if isinstance(node, ast.ImportFrom)}
     assert "..gated" in modules  # the walk sees the imports
     assert not modules & {".config", ".model", ".training", ".study", "lattn_edu.recall.config"}
+
+
+def test_window_reach_is_the_share_of_queries_whose_value_lies_in_the_window():
+    generator = torch.Generator().manual_seed(33)
+    tokens, targets = recall.make_batch(7, 400, 16, 16, generator)
+    queries = torch.arange(14, 21)  # positions 2P .. 3P − 1
+    for window in (1, 3, 8, 13, 20, 21):
+        seen = []
+        for sequence, answers in zip(tokens, targets):
+            for t in queries:
+                value_at = 2 * int((sequence[:2 * 7:2] == sequence[t]).nonzero()[0]) + 1  # after its key
+                seen.append(t - value_at < window)
+        assert abs(np.mean(seen) - recall.window_reach(7, window)) < 0.03, window
+    assert recall.window_reach(7, 20) == 1.0 and recall.window_reach(7, 1) == 0.0
+    # P = 32, W = 64: query i sees value j when i <= 2j, all 32 queries for j >= 16, 2j + 1 below
+    assert recall.window_reach(32, 64) == (16 * 32 + sum(2 * j + 1 for j in range(16))) / 32 ** 2
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match=f"window must be a positive int; got {bad!r}"):
+            recall.window_reach(3, bad)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -187,3 +188,21 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     assert [list(line.get_xdata()) for line in window_line] == [[1402, 1404]]  # narrowest to widest
     assert plots.style_of("linear+softmax")[0] == plots.STYLES["linear"][0]
     plt.close(fig)
+
+
+def test_the_shipped_hybrid_study_is_the_hybrid_preset_finished():
+    """What chapter 15 reads: every run of HYBRID_STUDY, with the memory each model keeps."""
+    record = load_record("recall_study_hybrid.json")
+    planned = [study_module.run_id(run) for run in recall.planned_runs(recall.HYBRID_STUDY)]
+    assert record["complete"] and record["finished"] == planned
+    settings = json.loads(json.dumps(asdict(recall.HYBRID_STUDY)))
+    assert {key: record["config"][key] for key in settings} == settings
+    rows = recall.summarise(record)
+    assert all(row["seeds"] == 3 for row in rows) and len(rows) == 10
+    memory = {(row["model"], row.get("window")): row["cache_floats"] for row in rows}
+    # after 96 tokens: a key and a value of 64 numbers per token and softmax layer; states of 4 x 16 x 16
+    assert memory["softmax", None] == 4 * 96 * 128 and memory["gated_deltanet", None] == 4 * 1024
+    assert memory["gated_deltanet*3+softmax", None] == 3 * 1024 + 96 * 128
+    assert [memory["sliding_window", w] for w in (16, 32, 64, 128)] == [4 * min(w, 96) * 128
+                                                                        for w in (16, 32, 64, 128)]
+    assert memory["log_linear", None] == 4 * 8 * 1024  # ceil(log2 96) + 1 = 8 levels

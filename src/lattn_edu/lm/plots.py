@@ -1,5 +1,5 @@
-"""The plots of a language-model lab record (chapter 15): validation bits against steps, and the
-loss by position in the context.
+"""The plots of a language-model lab record (chapter 15): validation bits against steps, the
+loss by position in the context, and (from benchmarks/lm_decode.py's record) decode time.
 
 Each ``plot_*`` takes a lab record (as :func:`.lab.recorded` returns it) and returns a matplotlib
 Figure. Every model is drawn at its best learning rate, the one :func:`.lab.summarise` picks;
@@ -62,5 +62,26 @@ def plot_position_bits(record: dict[str, Any]) -> Any:
         _draw(ax, model, starts + block / 2, curves)
     ax.set(xlabel=f"position in the context (blocks of {block} characters)",
            ylabel="validation bits per character", title="after training; (n): seeds")
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig
+
+
+def plot_decode(record: dict[str, Any]) -> Any:
+    """Decode time per token against the context (benchmarks/lm_decode.py's record, log-log):
+    the median of each model, with its 95th percentile as the bar's top."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
+    models = dict.fromkeys(row["model"] for row in record["rows"])
+    for model in models:
+        rows = sorted((r for r in record["rows"] if r["model"] == model), key=lambda r: r["context"])
+        colour, line, marker = LM_STYLES[model]
+        medians = np.array([r["median_ms"] for r in rows])
+        ax.errorbar([r["context"] for r in rows], medians, fmt=marker + line, color=colour, capsize=2,
+                    yerr=[np.zeros_like(medians), [r["p95_ms"] - r["median_ms"] for r in rows]], label=model)
+    ax.set(xscale="log", yscale="log", xlabel="tokens already in the cache N",
+           ylabel="ms per decoded token (median; bar: p95)",
+           title=f"{record['settings']['num_layers']} layers, d_model {record['settings']['d_model']}, "
+                 f"one thread")
     fig.legend(loc="outside right upper", fontsize=8)
     return fig

@@ -63,7 +63,7 @@ from .mixers import (MIXERS, MODELS, BasedMixer, ChannelDecay, DeltaNetMixer, El
 from .study import (FULL_STUDY, HYBRID_STUDY, QUICK_STUDY, STUDIES, StudyConfig, guessing_loss, late_drop, planned_runs,
                     plateau_exit, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
-from .task import make_batch
+from .task import make_batch, window_reach
 from .training import accuracy, sweep, train_one
 
 __all__ = [
@@ -124,4 +124,5 @@ __all__ = [
     "sweep",
     "sweep_runs",
     "train_one",
+    "window_reach",
 ]

@@ -32,3 +32,21 @@ def make_batch(num_pairs: int, batch_size: int, num_keys: int, num_values: int,
     targets = torch.full_like(tokens, IGNORED)
     targets[:, 2 * num_pairs:] = values.gather(1, order)
     return tokens, targets
+
+
+def window_reach(num_pairs: int, window: int) -> float:
+    """The share of queries whose answer lies inside a sliding window of ``window`` tokens.
+
+    A query at position 2P + i asks for a key whose value sits at 2j + 1 (j = 0 .. P−1,
+    every j equally likely, since the queries come in a random order); a window of W keys
+    ending at the query sees the value when 2P + i − (2j + 1) < W. The value token is what a
+    layer must find: the width-2 convolution before the mixers has put its key beside it.
+    Averaged over the P² (i, j), this is the highest accuracy a model that attends only
+    within the window can reach by lookup (it may still guess the rest, 1 in num_values).
+    """
+    if isinstance(num_pairs, bool) or not isinstance(num_pairs, int) or num_pairs < 1:
+        raise ValueError(f"num_pairs must be a positive int; got {num_pairs!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive int; got {window!r}")
+    i, j = torch.meshgrid(torch.arange(num_pairs), torch.arange(num_pairs), indexing="ij")
+    return float(((2 * num_pairs + i - (2 * j + 1)) < window).double().mean())

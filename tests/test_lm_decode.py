@@ -1,0 +1,50 @@
+"""benchmarks/lm_decode.py (a script, imported by path): its filled caches hold what the model's
+cache_floats says, and a smoke run times every model at every context."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import benchmark_scripts
+
+torch = pytest.importorskip("torch")
+
+from lattn_edu import lm, records  # noqa: E402  (needs torch, skipped above when missing)
+
+
+@pytest.fixture(scope="module")
+def script():
+    return benchmark_scripts.load("lm_decode")
+
+
+@pytest.mark.parametrize("name", lm.LM_MODELS)
+def test_a_filled_cache_holds_what_cache_floats_counts_and_decodes(script, name):
+    config = replace(lm.TINY.base, d_model=16, num_heads=2, window=5)
+    model = lm.LanguageModel(lm.layer_pattern(name, 4), config, 11).eval()
+    generator = torch.Generator().manual_seed(3)
+    for n in (3, 17):
+        cache = script.filled_cache(model, n, generator)
+        held = sum(tail.numel() + sum(part.numel() for part in mixer) for tail, mixer in cache)
+        assert held == sum(model.cache_floats(n).values()), (name, n)
+    assert script.per_token_seconds(model, cache, 3) > 0
+
+
+def test_a_smoke_run_times_every_model_at_every_context(script, tmp_path):
+    out = tmp_path / "lm_decode.json"
+    record = script.main(["--smoke", "--rounds", "2", "--out", str(out)])
+    assert records.read_record(out) == record
+    assert {(r["model"], r["context"]) for r in record["rows"]} == {(m, n) for m in lm.LM_MODELS for n in (8, 40)}
+    assert all(0 < r["median_ms"] <= r["p95_ms"] and r["timings"] == 2 for r in record["rows"])
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from lattn_edu.lm import plots
+
+    fig = plots.plot_decode(record)
+    bars = fig.axes[0].containers  # one error bar per model, a point per context
+    assert len(bars) == len(lm.LM_MODELS)
+    softmax = next(r for r in record["rows"] if (r["model"], r["context"]) == ("softmax", 40))
+    drawn = dict(zip(bars[0].lines[0].get_xdata(), bars[0].lines[0].get_ydata()))
+    assert drawn[40] == softmax["median_ms"]
+    matplotlib.pyplot.close(fig)
