@@ -24,7 +24,6 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .._checks import check_positive_int
 from ..recall.mixers import MixerSizes, SlidingWindowMixer, SoftmaxMixer, make_mixer
 from ..recall.mixers import layer_pattern as mixer_layers
 from .decode import Cache, check_decodable, mixer_step, start_cache
@@ -50,7 +49,6 @@ def layer_pattern(model: str, num_layers: int) -> tuple[str, ...]:
     """The mixer of each of ``num_layers`` layers for ``model`` (a name in :data:`LM_MODELS` or a
     layer pattern; see :func:`lattn_edu.recall.mixers.layer_pattern`), the pattern repeated; a
     ValueError when ``num_layers`` is not a multiple of it."""
-    num_layers = check_positive_int(num_layers, "num_layers")
     if not isinstance(model, str) or not model:
         raise ValueError(f"model must be a name in {', '.join(LM_MODELS)} or a layer pattern such as "
                          f"'gated_deltanet*3+softmax'; got {model!r}")

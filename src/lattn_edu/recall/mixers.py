@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._checks import check_positive_int
 from ..delta import delta_rule
 from ..delta_product import delta_product
 from ..feature_maps import FavorPlus, taylor_features, taylor_width
@@ -156,8 +157,7 @@ def layer_pattern(pattern: str, num_layers: int, label: str | None = None) -> tu
     """The mixer of each of ``num_layers`` layers for a layer ``pattern`` repeated to fill the
     stack: ``"gated_deltanet*3+softmax"`` is Qwen3-Next's 3 : 1 layout once in 4 layers, twice
     in 8; a ValueError when ``num_layers`` is not a multiple of the pattern's period."""
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-        raise ValueError(f"num_layers must be a positive int; got {num_layers!r}")
+    num_layers = check_positive_int(num_layers, "num_layers")
     period = parse_pattern(pattern, label)
     if num_layers % len(period):
         raise ValueError(f"num_layers must be a multiple of the {len(period)} layers of model "

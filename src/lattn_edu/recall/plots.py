@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..style import PALETTE
+from .mixers import parse_pattern
 from .study import guessing_loss, seed_counts, summarise, sweep_runs
 
 # (colour, line style, marker): distinct for every model, softmax and linear in chapter 7's
@@ -134,10 +135,9 @@ def style_of(model: str) -> tuple[str, str, str]:
     recurrent and softmax layers takes the recurrent mixer's colour and a marker per softmax count."""
     if model in STYLES:
         return STYLES[model]
-    layers = model.split("+")
-    recurrent = next(part.partition("*")[0] for part in layers if not part.startswith("softmax"))
-    colour, _, _ = STYLES[recurrent]
-    return colour, "-.", "s" if len(layers) == 2 and "*" in layers[0] else "D"
+    layers = parse_pattern(model)
+    colour, _, _ = STYLES[next(name for name in layers if name != "softmax")]
+    return colour, "-.", "s" if layers.count("softmax") == 1 else "D"
 
 
 def plot_memory_recall(record: dict[str, Any]) -> Any:

@@ -78,8 +78,8 @@ LEARNERS_STUDY = replace(QUICK_STUDY,
 # softmax, softmax throughout, sliding-window softmax throughout at W = 16 .. 128 (W = 128
 # sees the whole sequence), and Mamba-2 with its log-linear form, whose levels sit between a state
 # and a cache. 800 steps: in the full study one Gated DeltaNet layer at P = 32 and this rate left
-# the plateau after about 400 (recall_study_full.json's loss curves); a four-layer step costs about
-# four one-layer steps, which is what two cores allow for 30 runs.
+# the plateau after about 400 (recall_study_full.json's loss curves); 30 runs of 800 four-layer steps
+# are what two shared cores allowed in about an hour.
 HYBRID_STUDY = StudyConfig(base=RecallConfig(steps=800, num_layers=4), pair_counts=(32,),
                            models=("gated_deltanet", "gated_deltanet*3+softmax", "gated_deltanet+softmax",
                                    "softmax", "sliding_window", "mamba2", "log_linear"),
