@@ -32,8 +32,10 @@ Counting rule for the decode work of one token (:func:`decode_macs`), in multipl
   an additive rule (write the decayed state plus k vᵀ, read Sᵀq: the decay multiplies fold
   into the write), 3 for the delta rule (it also reads Sᵀk before writing), plus
   channels · kernel for the short convolution;
-- left out for every layer alike: the projections (q, k, v, gates, output), the softmax's
-  exponentials and the feed-forward and MoE blocks, which do not depend on N.
+- left out: the projections (q, k, v, gates, output), the softmax's exponentials and the
+  feed-forward and MoE blocks, which do not depend on N. The projections differ between the
+  two kinds of layer by a fixed amount per layer, which would add to each replaced layer's
+  cost: the counts here are the mixers' alone.
 
 FLOPs are twice the multiply–adds. Bytes are bf16 by default (``dtype``); serving stacks
 may keep the recurrent state in float32, which ``state_bytes(stack, "float32")`` counts.
