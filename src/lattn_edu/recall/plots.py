@@ -159,7 +159,7 @@ def plot_memory_recall(record: dict[str, Any]) -> Any:
     if windows:
         ax.plot([r["cache_floats"] for r in windows], [r["mean"] for r in windows], "--",
                 color=style_of(windows[0]["model"])[0], lw=0.8)
-    ax.axhline(1 / config["base"]["num_values"], color="gray", lw=0.8, ls="--", label="guessing")
+    ax.axhline(1 / config["base"]["num_values"], color="gray", lw=0.8, ls=":", label="guessing")
     pairs = config["pair_counts"][0]
     ax.set(xscale="log", xlabel=f"numbers kept per sequence after {3 * pairs} tokens (all layers)",
            ylabel="accuracy (bar: seeds' range)",
