@@ -70,7 +70,7 @@ class LabConfig:
 
 
 # Full: what lm.json records, 24 runs: the eight models on three seeds, 500 steps each at one rate,
-# 1e-2, the better of the two that lm_quick.json's trials compared (softmax after 300 steps: 2.79
+# 1e-2, the better of two rates in an unrecorded trial of softmax alone (after 300 steps: 2.79
 # bits per character with 3e-3, 2.69 with 1e-2; 2.27 after 1,000 steps with 1e-2). One rate for every
 # mixer is the same budget for each, not each mixer's best: a grid of two rates would double the
 # lab's hours (per training step on a free core, from 0.34 s for sliding_window and based to 0.67 s
