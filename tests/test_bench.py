@@ -143,8 +143,11 @@ def test_tiny_run_writes_json_csv_and_plots(tiny_run):
     methods = {(r["method"], r["n"]) for r in record["decode"]}
     assert methods == {(m, n) for m in ("LinearAttentionState.step", "SoftmaxKVCache.step") for n in (50, 100)}
     assert {g["method"] for g in record["summary"]["decode"]} == {"LinearAttentionState.step", "SoftmaxKVCache.step"}
-    assert set(record["summary"]["targets"]) == {"ratio_vs_peer_at_least_1", "sgemm_fraction_at_least_half_d128",
-                                                 "state_decode_growth_at_most_1_2"}
+    assert set(record["summary"]["targets"]) == {"ratio_vs_peer_at_least_1", "ratio_vs_compiled_peer_at_least_1_5",
+                                                 "sgemm_fraction_at_least_half_d128",
+                                                 "state_decode_growth_at_most_1_1"}
+    assert record["settings"]["compiled_peers"] is False  # --quick leaves the compiled peer out
+    assert bench.PEER_COMPILED not in {r["method"] for r in record["results"]}
 
 
 def test_tiny_run_csv_has_one_row_per_method_and_shape(tiny_run):
@@ -164,10 +167,11 @@ def test_load_results_reads_a_recorded_file(tiny_run):
         bench.load_results(out / "missing.json")
 
 
-def synthetic_rows(linear_s, softmax_s, peer_s, sizes=(128, 256, 512, 1024), d=64):
+def synthetic_rows(linear_s, softmax_s, peer_s, sizes=(128, 256, 512, 1024), d=64, compiled_s=()):
     rows = []
     for name, family, backend, times in ((bench.OURS, "linear", "numba", linear_s),
                                          (bench.PEER, "linear", "torch", peer_s),
+                                         (bench.PEER_COMPILED, "linear", "torch", compiled_s),
                                          (bench.SOFTMAX_OURS, "softmax", "numba", softmax_s),
                                          (bench.SOFTMAX_SDPA, "softmax", "torch", softmax_s)):
         for n, t in zip(sizes, times):
@@ -187,6 +191,37 @@ def test_crossover_and_ratio_from_known_times():
     assert [s["ratio"] for s in shapes] == [2.0, 2.0, 2.0, 2.0]
     assert shapes[-1]["sgemm_fraction"] == pytest.approx(shapes[-1]["ours_gflops"] / 100.0)
     assert bench.targets(shapes, [])["ratio_vs_peer_at_least_1"] == {"shapes": 1, "met": 1, "min_ratio": 2.0}
+    assert all(s["compiled_ratio"] is None for s in shapes)  # not timed: no ratio, not a zero
+    assert bench.targets(shapes, [])["ratio_vs_compiled_peer_at_least_1_5"]["shapes"] == 0
+
+
+def test_ratio_against_the_compiled_peer_and_its_worst_shape():
+    sizes = (1024, 2048, 4096)
+    rows = synthetic_rows(linear_s=[1.0, 2.0, 4.0], softmax_s=[9.0, 36.0, 144.0], peer_s=[3.0, 6.0, 12.0],
+                          sizes=sizes, compiled_s=[2.0, 2.6, 8.0])
+    shapes = bench.per_shape_summary(rows, (64,), sizes)
+    assert [s["compiled_ratio"] for s in shapes] == pytest.approx([2.0, 1.3, 2.0])
+    target = bench.targets(shapes, [])["ratio_vs_compiled_peer_at_least_1_5"]
+    assert target == {"shapes": 3, "met": 2, "min_ratio": pytest.approx(1.3), "worst_shape": {"d": 64, "n": 2048}}
+
+
+def test_a_tiny_run_with_the_compiled_peer_checks_and_times_it(tmp_path):
+    """The compiled peer goes through the same check against the float64 reference and the
+    same rounds as every method; its first call, which compiles, is recorded apart."""
+    from lattn_edu.bench import peers
+
+    if peers.compiler_problem() is not None:
+        pytest.skip(peers.compiler_problem())
+    args = ["bench", "--quick", "--compiled-peers", "--dims", "8", "--sizes", "70", "--batch-heads", "2",
+            "--decode-sizes", "20", "40", "--decode-steps", "3", "--backends", "numba", "--no-plots",
+            "--no-progress", "--out", str(tmp_path)]
+    assert cli.main(args) == 0
+    record = json.loads((tmp_path / "bench.json").read_text())
+    assert {c["method"] for c in record["correctness"] if c["ok"]} >= {bench.PEER, bench.PEER_COMPILED}
+    compiled = next(r for r in record["results"] if r["method"] == bench.PEER_COMPILED)
+    assert compiled["status"] == "ok" and compiled["first_call_s"] > 0
+    shape = record["summary"]["per_shape"][0]
+    assert shape["compiled_ratio"] == pytest.approx(compiled["median_s"] / shape["ours_median_s"])
 
 
 def test_crossover_below_the_smallest_size_is_flagged():

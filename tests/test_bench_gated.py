@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 pytest.importorskip("numba")
@@ -64,14 +65,20 @@ def test_tiny_gated_run_writes_a_well_formed_record(tmp_path, capsys):
 
 
 def test_summary_counts_only_the_target_shapes():
-    rows = [{"d": d, "n": n, "ratio": ratio} for d, n, ratio in
-            [(64, 1024, 1.2), (128, 4096, 0.9), (128, 512, 0.1), (32, 2048, 0.1), (64, 2048, 1.7)]]
-    decode = [{"family": "delta rule", "d": 64, "n": n, "median_s": t} for n, t in ((1000, 2.0), (100_000, 2.2))]
+    rows = [{"family": f, "d": d, "n": n, "ratio": ratio, "compiled_ratio": compiled, "sgemm_fraction": 0.4}
+            for f, d, n, ratio, compiled in [("delta rule", 64, 1024, 1.2, 1.6), ("delta rule", 128, 4096, 0.9, 1.1),
+                                             ("delta rule", 128, 512, 0.1, 0.1), ("delta rule", 32, 2048, 0.1, 0.1),
+                                             ("gated, scalar decay", 64, 2048, 1.7, None)]]
+    decode = [{"family": "delta rule", "d": 64, "n": n, "median_s": t}
+              for n, t in ((1000, 2.0), (10_000, 1.9), (100_000, 2.1))]
     summary = bench_gated.summarise(rows, decode)
     assert summary["ratio_at_least_1"] == {"shapes": 3, "met": 2, "min_ratio": 0.9}
-    assert summary["ratio_at_least_1_5"]["met"] == 1
-    assert summary["decode_growth"][0]["growth"] == pytest.approx(1.1)
-    assert summary["decode_flat_within_1_2"]
+    assert summary["compiled_ratio_at_least_1_5"] == {
+        "shapes": 2, "met": 1, "worst_per_family": {"delta rule": {"d": 128, "n": 4096, "compiled_ratio": 1.1}}}
+    assert summary["sgemm_fraction_d128_n4096"] == {"delta rule": 0.4}
+    assert summary["decode_growth"][0]["growth"] == pytest.approx(1.05)
+    assert summary["decode_growth"][0]["spread"] == pytest.approx(2.1 / 1.9)
+    assert not summary["decode_flat_within_1_1"]  # 10.5% between the fastest and the slowest
 
 
 def test_a_method_that_disagrees_stops_the_run_before_any_timing():
@@ -88,5 +95,20 @@ def test_a_method_that_disagrees_stops_the_run_before_any_timing():
                                            tqdm(disable=True))
     assert record is None
     assert {(c["family"], c["origin"]) for c in correctness} == {
-        (v, o) for v in bench_gated.VARIANTS for o in bench_gated.ORIGINS}
+        (v, o) for v in bench_gated.VARIANTS for o in ("ours", "peer")}  # --quick: no compiled peers
     assert not any(c["ok"] for c in correctness)
+
+
+@pytest.mark.parametrize("variant", bench_gated.VARIANTS)
+def test_each_compiled_peer_matches_the_reference(variant):
+    """The compiled peer is the eager peer's code under torch.compile: it must agree with the
+    float64 reference as the eager one does (compiled at one small shape, float64)."""
+    from lattn_edu.bench import peers
+
+    if peers.compiler_problem() is not None:
+        pytest.skip(peers.compiler_problem())
+    x = {name: a.astype(np.float64) for name, a in bench_gated.make_inputs(75, 6, 2, seed=5).items()}
+    ours, eager, compiled = bench_gated.calls(variant, x)
+    want = bench_gated.reference(variant, x)
+    assert_close(compiled(), want, what=f"{variant}, compiled")
+    assert_close(eager(), want, what=f"{variant}, eager")

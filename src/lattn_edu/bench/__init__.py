@@ -7,7 +7,8 @@ One runner over a list of families; one module per job:
   baselines), sizes and how much to measure;
 - :mod:`.gated`: the gated family (scalar and vector decay, the delta rule);
 - :mod:`.families`: the list of families the command runs (:data:`FAMILIES`);
-- :mod:`.peers`: the torch peers, written the way production libraries write them;
+- :mod:`.peers`: the torch peers, written the way production libraries write them, run
+  eagerly or compiled;
 - :mod:`.harness`: the one runner, :func:`run_family`: correctness first, then every method
   timed in interleaved rounds, then decoding;
 - :mod:`.summary`: per-shape ratios, crossovers, decoding growth, the targets;
@@ -23,14 +24,15 @@ from .cli import add_arguments, run
 from .families import FAMILIES, GATED, LINEAR
 from .harness import (OtherLoad, check_correctness, measure_sgemm, run_family, sgemm_call, time_interleaved,
                       time_once)
-from .methods import (BATCH_HEADS, CHUNK, EPS, FULL, KERNEL, OURS, PEER, QUICK, SOFTMAX_OURS, SOFTMAX_SDPA,
+from .methods import (BATCH_HEADS, CHUNK, EPS, FULL, KERNEL, OURS, PEER, PEER_COMPILED, QUICK, SOFTMAX_OURS,
+                      SOFTMAX_SDPA,
                       Family, Settings, linear_flops, softmax_flops, timed_methods)
 from .plots import PLOTS, plot_decode, plot_ratio, plot_throughput, plot_times
 from .results import CSV_FIELDS, load_results, report, write_csv
 from .summary import crossovers, decode_summary, per_shape_summary, targets
 
 __all__ = [
-    "BATCH_HEADS", "CHUNK", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OURS", "PEER",
+    "BATCH_HEADS", "CHUNK", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OURS", "PEER", "PEER_COMPILED",
     "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
     "check_correctness",
     "crossovers", "decode_summary", "linear_flops", "load_results", "measure_sgemm",

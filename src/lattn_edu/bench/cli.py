@@ -6,7 +6,8 @@ same inputs and interleaved round by round so that a busy machine slows every me
 
 - every form of ours on every backend, through :func:`lattn_edu.linear_attention`;
 - the peer: a torch chunkwise implementation as production libraries write it
-  (:mod:`lattn_edu.bench.peers`);
+  (:mod:`lattn_edu.bench.peers`), run eagerly and under ``torch.compile`` (its compile time
+  recorded apart, not timed; ``--quick`` leaves the compiled peer out);
 - causal softmax: our numba kernel (:func:`lattn_edu.backends.numba_softmax.softmax_attention`),
   torch's ``scaled_dot_product_attention`` and the materialised :func:`lattn_edu.softmax_attention`;
 - a numpy sgemm, the machine's ceiling in GFLOP/s.
@@ -71,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decode-steps", type=int, metavar="T", help="decoding steps timed per size")
     parser.add_argument("--max-call-seconds", type=float, metavar="S",
                         help="stop growing N for a method once a call would take longer")
+    parser.add_argument("--compiled-peers", action=argparse.BooleanOptionalAction, default=None,
+                        help="also time each peer under torch.compile (default: yes, but not with --quick, "
+                             "whose budget the compiling alone would exceed)")
     parser.add_argument("--backends", nargs="+", choices=BACKENDS,
                         help="our backends to time (default: all available)")
     parser.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
@@ -90,6 +94,8 @@ def settings_from(args: argparse.Namespace, family: Family) -> Settings:
             if any(x < 1 for x in value):
                 raise ValueError(f"--{option.replace('_', '-')} must be positive integers; got {value}")
             changes[field] = tuple(sorted(set(value)))
+    if args.compiled_peers is not None:
+        changes["compiled_peers"] = args.compiled_peers
     for option, field in (("batch_heads", "batch_heads"), ("decode_steps", "decode_steps"),
                           ("max_call_seconds", "max_call_s")):
         value = getattr(args, option)

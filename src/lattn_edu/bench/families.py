@@ -19,8 +19,8 @@ import lattn_edu as la
 
 from .gated import GATED
 from .harness import advance, time_once
-from .methods import (CHUNK, EPS, FULL, QUICK, Family, Method, Settings, Shape, make_inputs, reference,
-                      timed_methods)
+from .methods import (CHUNK, EPS, FULL, QUICK, Family, Method, Settings, Shape, compiled_peer_note, make_inputs,
+                      reference, timed_methods)
 from .plots import PLOTS
 from .results import CSV_FIELDS, report
 from .summary import crossovers, decode_summary, per_shape_summary, targets
@@ -37,10 +37,11 @@ def linear_rows(shape: Shape) -> list[dict]:
         median = float(np.median(times))
         rows.append({**_describe(method), **common, "status": "ok", "reason": "", "median_s": median,
                      "min_s": float(times.min()), "max_s": float(times.max()), "runs": len(times),
+                     "first_call_s": shape.first_call_s.get(method.name),
                      "gflops": method.flops(shape.n, shape.d, shape.batch_heads) / median / 1e9, **machine})
     for method, reason in shape.skipped:
         rows.append({**_describe(method), **common, "status": "skipped", "reason": reason, "median_s": None,
-                     "min_s": None, "max_s": None, "runs": 0, "gflops": None, **machine})
+                     "min_s": None, "max_s": None, "runs": 0, "first_call_s": None, "gflops": None, **machine})
     return rows
 
 
@@ -101,7 +102,7 @@ LINEAR = Family(
     shape_rows=linear_rows, decode=linear_decoding, summarise=linear_summary, report=report,
     notes=lambda backends: {"chunk_size": CHUNK, "eps": EPS, "dtype": "float32", "feature_map": "elu+1",
                             "flops_per_token": "4*d*d_v (linear); (N+1)*(d+d_v) (causal softmax)",
-                            "backends": list(backends)},
+                            "backends": list(backends), "compiled_peer": compiled_peer_note()},
     csv_fields=CSV_FIELDS, plots=PLOTS)
 
 FAMILIES = {family.name: family for family in (LINEAR, GATED)}

@@ -2,8 +2,9 @@
 
 :func:`run_family` runs any :class:`.methods.Family` the same way. Every method is first
 checked against the family's float64 numpy reference (which also compiles the numba
-kernels). Then, shape by shape, each method's call is timed once per round, all methods in
-turn, so that whatever else the machine does meanwhile slows them alike and their ratios
+kernels). Then, shape by shape, after two untimed calls of each method (the first compiles
+what is compiled, and is recorded; the second says what a round will cost), each method's
+call is timed once per round, all methods in turn, so that whatever else the machine does meanwhile slows them alike and their ratios
 hold even when the absolute times drift. Where the family asks for it, a numpy sgemm runs in
 the same rounds as the ceiling, and :class:`OtherLoad` records how busy other processes kept
 the cores. Decoding is timed last, the family's own way, and the family summarises the run.
@@ -190,7 +191,8 @@ def benchmark_shapes(family: Family, found: list[Method], settings: Settings, pr
             if settings.sgemm_size is not None:
                 calls[SGEMM] = sgemm_call(settings.sgemm_size)
             with torch.inference_mode():
-                estimates = {name: time_once(call) for name, call in calls.items()}  # untimed first call
+                first_calls = {name: time_once(call) for name, call in calls.items()}  # untimed; may compile
+                estimates = {name: time_once(call) for name, call in calls.items()}  # what a round will cost
                 others.cores()
                 samples = time_interleaved(calls, estimates, settings)
             busy_elsewhere = others.cores()
@@ -199,7 +201,7 @@ def benchmark_shapes(family: Family, found: list[Method], settings: Settings, pr
             for method in active:
                 last[method.name] = (n, float(np.median(samples[method.name])))
             rows.extend(family.shape_rows(Shape(d, n, settings.batch_heads, active, skipped, samples, sgemm_gflops,
-                                                _load_average(), busy_elsewhere)))
+                                                _load_average(), busy_elsewhere, first_calls)))
             del x, calls
             advance(progress, 1, f"d={d} N={n:,}: {len(active)} methods timed")
     return rows
@@ -219,7 +221,7 @@ def run_family(family: Family, settings: Settings, backends: tuple[str, ...],
                progress: tqdm) -> tuple[dict | None, list[dict]]:
     """Check, time and summarise one family: (the record, without its wall time, or None when
     a method disagrees with the reference; the correctness rows)."""
-    found = family.methods(backends)
+    found = [m for m in family.methods(backends) if settings.compiled_peers or not m.compiled]
     load_start = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     correctness = check_correctness(family, found, settings.dims, progress=progress)
     if not all(c["ok"] for c in correctness):

@@ -36,7 +36,8 @@ FLOAT_BYTES = 4
 TOLERANCE = 1e-4  # float32 against the float64 reference (RMS relative), the suite's tolerance
 OURS = "numba chunkwise"  # our fast form, through la.linear_attention with its checks
 KERNEL = "numba chunkwise kernel"  # the same kernel called directly: no argument checks or dispatch
-PEER = "torch chunkwise peer"
+PEER = "torch chunkwise peer"  # run eagerly, op by op
+PEER_COMPILED = "torch chunkwise peer, compiled"  # the same code under torch.compile (inductor)
 SOFTMAX_OURS, SOFTMAX_SDPA = "numba softmax", "torch SDPA"
 SGEMM = "numpy sgemm"
 
@@ -56,6 +57,7 @@ class Settings:
     sgemm_size: int | None  # numpy's sgemm at this size is timed in every round; None: not timed
     decode_sizes: tuple[int, ...]
     decode_steps: int
+    compiled_peers: bool = True  # time the peers under torch.compile too (each compile costs seconds)
 
 
 FULL = Settings(sizes=SIZES, dims=DIMS, batch_heads=BATCH_HEADS, min_rounds=5, max_rounds=25,
@@ -63,7 +65,7 @@ FULL = Settings(sizes=SIZES, dims=DIMS, batch_heads=BATCH_HEADS, min_rounds=5, m
                 decode_sizes=DECODE_SIZES, decode_steps=400)
 QUICK = Settings(sizes=QUICK_SIZES, dims=DIMS, batch_heads=BATCH_HEADS, min_rounds=3, max_rounds=9,
                  shape_seconds=1.0, max_call_s=0.4, memory_budget=2 * 2**30, sgemm_size=1024,
-                 decode_sizes=DECODE_SIZES, decode_steps=100)
+                 decode_sizes=DECODE_SIZES, decode_steps=100, compiled_peers=False)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Method:
     extra_bytes: Callable[[int, int, int], float]  # (N, d, batch·heads) -> bytes beyond the inputs
     time_exponent: int  # 2 when the time grows like N², for predicting the next size
     flops: Callable[[int, int, int], float] | None = None  # (N, d, batch·heads) -> FLOPs credited
+    compiled: bool = False  # runs under torch.compile: left out where settings.compiled_peers is False
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class Shape:
     sgemm_gflops: float | None  # numpy's sgemm in the same rounds, when the family times it
     load_average: float | None
     other_processes_cores: float | None
+    first_call_s: dict[str, float] = field(default_factory=dict)  # method -> its untimed first call
+    # (for a compiled peer, its compile time at this shape plus one call)
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,8 @@ def _our_forms(backends: tuple[str, ...]) -> list[Method]:
 
 
 def timed_methods(backends: tuple[str, ...]) -> list[Method]:
-    """Every method the benchmark times, ours first, then the peers and the softmax baselines."""
+    """Every method the benchmark times, ours first, then the peers and the softmax baselines.
+    The compiled peer is left out where torch.compile does not work (the record's settings say why)."""
     from ..backends import numba_backend, numba_softmax
     from . import peers
 
@@ -174,6 +180,12 @@ def timed_methods(backends: tuple[str, ...]) -> list[Method]:
         PEER, "linear", "peer", "torch", "chunkwise",
         lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=CHUNK, eps=EPS),
         _linear_extra_bytes("torch", "chunkwise"), 1, _linear_work))
+    if peers.compiler_problem() is None:
+        found.append(Method(
+            PEER_COMPILED, "linear", "peer", "torch", "chunkwise, compiled",
+            lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=CHUNK, eps=EPS,
+                                                                     compiled=True),
+            _linear_extra_bytes("torch", "chunkwise"), 1, _linear_work, compiled=True))
     found.append(Method(
         SOFTMAX_OURS, "softmax", "ours", "numba", "flash",
         lambda x: lambda: numba_softmax.softmax_attention(x.q, x.k, x.v, causal=True),
@@ -187,6 +199,15 @@ def timed_methods(backends: tuple[str, ...]) -> list[Method]:
         lambda x: lambda: la.softmax_attention(x.q, x.k, x.v, causal=True, max_matrix_bytes=2**40),
         lambda n, d, bh: 4 * bh * n * n * FLOAT_BYTES, 2, _softmax_work))
     return found
+
+
+def compiled_peer_note() -> str:
+    """What a record says of its compiled peers: how they ran, or why this machine could not."""
+    from . import peers
+
+    return peers.compiler_problem() or (
+        "each peer's stages under torch.compile (inductor, static shapes); a method's first call at each "
+        "shape, which compiles, is recorded apart as first_call_s and not timed")
 
 
 def linear_flops(n: int, d: int, d_v: int, bh: int) -> float:

@@ -29,20 +29,64 @@ Each takes q, k [..., N, d_k], v [..., N, d_v] and scales q by d_k^-1/2:
 - :func:`torch_chunkwise_kda`: Kimi Delta Attention, the delta rule with g [..., N, d_k]
   (``fla/ops/kda/naive.py``'s chunk form), its two per-channel [C, C] matrices from sub-chunks
   of 16 as for GLA, the UT transform by a triangular solve.
+
+Every chunkwise peer also runs compiled (``compiled=True``): each of its stages under
+``torch.compile`` (inductor, static shapes), which is how a CPU user who wants speed from
+torch runs it. The stages are what the peer computes for all chunks at once and, for the
+peers that pass a state from chunk to chunk, one step of that loop: compiling the whole
+function instead would unroll the Python loop over chunks into one graph per N, whose
+compile time grows with N (minutes per shape at 16k tokens), while a compiled step is
+compiled once per shape and called once per chunk. A compiled stage is compiled on its
+first call at each new shape; :func:`compiler_problem` says whether this machine can
+compile at all (inductor needs a C++ compiler).
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 
+# Shapes a compiled stage may be compiled for before dynamo gives up on it: one per
+# benchmarked shape and head width, with room for tests. Past it, fail instead of falling
+# back to eager silently, which would time the eager peer under the compiled peer's name.
+RECOMPILE_LIMIT = 64
 
-def torch_chunkwise_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                     chunk_size: int = 64, eps: float = 1e-6) -> torch.Tensor:
-    """Causal linear attention o_i = φ(q_i)ᵀS_i / (φ(q_i)ᵀz_i + eps), φ = elu + 1, chunkwise.
 
-    q, k [..., N, d], v [..., N, d_v] (any float dtype, any device) -> [..., N, d_v].
-    """
+@functools.cache
+def compiler_problem() -> str | None:
+    """None when ``torch.compile`` works here, else why not (e.g. no C++ compiler for inductor)."""
+    try:
+        torch.compile(lambda x: x * 2 + 1, dynamic=False)(torch.ones(3))
+    except Exception as err:  # inductor raises many kinds of errors for a missing toolchain
+        return f"torch.compile does not work here: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    return None
+
+
+@functools.cache
+def _compiled(stage: Callable) -> Callable:
+    return torch.compile(stage, dynamic=False)
+
+
+def _stage(stage: Callable, compiled: bool) -> Callable:
+    """``stage`` itself, or its compiled version (one per stage, kept for the process)."""
+    if not compiled:
+        return stage
+    problem = compiler_problem()
+    if problem is not None:
+        raise RuntimeError(problem)
+    compiled_stage = _compiled(stage)
+
+    def call(*args):
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True):
+            return compiled_stage(*args)
+    return call
+
+
+def _linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int,
+                      eps: float) -> torch.Tensor:
     q, k = F.elu(q) + 1, F.elu(k) + 1
     n, d, d_v = q.shape[-2], q.shape[-1], v.shape[-1]
     padding = -n % chunk_size  # zero rows: no weight, no state
@@ -63,28 +107,49 @@ def torch_chunkwise_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.
     return out.reshape(*lead, n_chunks * chunk_size, d_v)[..., :n, :]
 
 
+def torch_chunkwise_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                     chunk_size: int = 64, eps: float = 1e-6,
+                                     compiled: bool = False) -> torch.Tensor:
+    """Causal linear attention o_i = φ(q_i)ᵀS_i / (φ(q_i)ᵀz_i + eps), φ = elu + 1, chunkwise.
+
+    q, k [..., N, d], v [..., N, d_v] (any float dtype, any device) -> [..., N, d_v]. The
+    chunks pass their states on by prefix sums, with no loop, so compiled it is one stage."""
+    return _stage(_linear_attention, compiled)(q, k, v, chunk_size, eps)
+
+
 def _chunked(x: torch.Tensor, chunk_size: int) -> torch.Tensor:
     """[..., N, w] -> [..., n_chunks, C, w], zero rows appended (no weight, no decay, no state)."""
     x = F.pad(x, (0, 0, 0, -x.shape[-2] % chunk_size))
     return x.reshape(*x.shape[:-2], -1, chunk_size, x.shape[-1])
 
 
-def _states_before_chunks(chunk_states: torch.Tensor, chunk_decays: torch.Tensor) -> torch.Tensor:
+def _carry(state: torch.Tensor, decay: torch.Tensor, chunk_state: torch.Tensor) -> torch.Tensor:
+    """One chunk of the additive rule: S ← decay ⊙ S + the chunk's own state (decay [..., d_k, 1])."""
+    return decay * state + chunk_state
+
+
+def _states_before_chunks(chunk_states: torch.Tensor, chunk_decays: torch.Tensor, compiled: bool) -> torch.Tensor:
     """S before each chunk, [..., n_c, d_k, d_v]: S ← diag(decay_c) S + chunk_state_c, chunk by chunk.
 
-    chunk_decays [..., n_c, d_k] are exp(Σ g) over each chunk (one per key row of S)."""
+    chunk_decays [..., n_c, d_k, 1] are exp(Σ g) over each chunk (one per key row of S, or [..., n_c, 1, 1]
+    for one per chunk)."""
+    carry = _stage(_carry, compiled)
     state = torch.zeros_like(chunk_states[..., 0, :, :])
     before = []
     for c in range(chunk_states.shape[-3]):
         before.append(state)
-        state = chunk_decays[..., c, :, None] * state + chunk_states[..., c, :, :]
+        state = carry(state, chunk_decays[..., c, :, :], chunk_states[..., c, :, :])
     return torch.stack(before, dim=-3)
 
 
-def torch_chunkwise_simple_gla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
-                               chunk_size: int = 64) -> torch.Tensor:
-    """o_t = d_k^-1/2 · S_tᵀ q_t with S_t = exp(g_t) S_{t-1} + k_t v_tᵀ; g [..., N] -> [..., N, d_v]."""
-    n, d_k = q.shape[-2:]
+def _read_out(inner: torch.Tensor, q_decayed: torch.Tensor, states: torch.Tensor, n: int) -> torch.Tensor:
+    """o = the chunk's own part + the decayed queries read against the state before the chunk."""
+    return (inner + q_decayed @ states).flatten(-3, -2)[..., :n, :]
+
+
+def _simple_gla_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                       chunk_size: int) -> tuple[torch.Tensor, ...]:
+    d_k = q.shape[-1]
     q, k, v = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v))  # [..., n_c, C, ·]
     b = torch.cumsum(_chunked(g[..., None], chunk_size)[..., 0], dim=-1)  # in-chunk cumulative  [..., n_c, C]
     lower = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=q.device).tril()
@@ -92,51 +157,65 @@ def torch_chunkwise_simple_gla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     inner = ((q @ k.transpose(-1, -2)) * mask) @ v
     last = b[..., -1:]  # [..., n_c, 1]
     chunk_states = (k * torch.exp(last - b)[..., None]).transpose(-1, -2) @ v  # [..., n_c, d_k, d_v]
-    states = _states_before_chunks(chunk_states, torch.exp(last).expand(*last.shape[:-1], d_k))
-    out = inner + (q * torch.exp(b)[..., None]) @ states
-    return out.flatten(-3, -2)[..., :n, :]
+    return inner, q * torch.exp(b)[..., None], chunk_states, torch.exp(last)[..., None]
+
+
+def torch_chunkwise_simple_gla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                               chunk_size: int = 64, compiled: bool = False) -> torch.Tensor:
+    """o_t = d_k^-1/2 · S_tᵀ q_t with S_t = exp(g_t) S_{t-1} + k_t v_tᵀ; g [..., N] -> [..., N, d_v]."""
+    inner, q_decayed, chunk_states, chunk_decays = _stage(_simple_gla_chunks, compiled)(q, k, v, g, chunk_size)
+    states = _states_before_chunks(chunk_states, chunk_decays, compiled)
+    return _stage(_read_out, compiled)(inner, q_decayed, states, q.shape[-2])
+
+
+def _gla_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, chunk_size: int,
+                sub_chunk: int) -> tuple[torch.Tensor, ...]:
+    d_k = q.shape[-1]
+    q, k, v, g = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v, g))
+    b = torch.cumsum(g, dim=-2)  # [..., n_c, C, d_k]
+    inner = _per_channel_weights(q, k, b, sub_chunk) @ v
+    last = b[..., -1:, :]  # [..., n_c, 1, d_k]
+    chunk_states = (k * torch.exp(last - b)).transpose(-1, -2) @ v
+    return inner, q * torch.exp(b), chunk_states, torch.exp(last).transpose(-1, -2)
 
 
 def torch_chunkwise_gla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
-                        chunk_size: int = 64, sub_chunk: int = 16) -> torch.Tensor:
+                        chunk_size: int = 64, sub_chunk: int = 16, compiled: bool = False) -> torch.Tensor:
     """GLA: S_t = diag(exp(g_t)) S_{t-1} + k_t v_tᵀ, o_t = d_k^-1/2 · S_tᵀ q_t; g [..., N, d_k].
 
-    Inside a chunk the weights Σ_r q_ir k_jr exp(b_ir − b_jr) come from sub-chunks: between two
-    sub-chunks, queries and keys are rescaled to the start of the query's sub-chunk (both factors
-    <= 1) and multiplied; inside one, a loop over its key positions."""
-    n, d_k = q.shape[-2:]
-    q, k, v, g = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v, g))
-    b = torch.cumsum(g, dim=-2)  # [..., n_c, C, d_k]
-    weights = q.new_zeros(*q.shape[:-1], chunk_size)  # [..., n_c, C, C]
-    for start in range(0, chunk_size, sub_chunk):
-        rows = slice(start, start + sub_chunk)
-        reference = b[..., start:start + 1, :]  # b just inside the sub-chunk's first row
-        q_sub, b_sub = q[..., rows, :], b[..., rows, :]
-        if start > 0:  # earlier sub-chunks
-            q_scaled = q_sub * torch.exp(b_sub - reference)
-            k_scaled = k[..., :start, :] * torch.exp(reference - b[..., :start, :])
-            weights[..., rows, :start] = q_scaled @ k_scaled.transpose(-1, -2)
-        for j in range(start, min(start + sub_chunk, chunk_size)):  # the sub-chunk itself, one key at a time
-            exponent = (b_sub - b[..., j:j + 1, :]).clamp(max=0)  # rows before j are masked below
-            column = (q_sub * k[..., j:j + 1, :] * torch.exp(exponent)).sum(-1)
-            weights[..., rows, j] = column * (torch.arange(start, start + sub_chunk, device=q.device) >= j)
-    inner = weights @ v
-    last = b[..., -1:, :]  # [..., n_c, 1, d_k]
-    chunk_states = (k * torch.exp(last - b)).transpose(-1, -2) @ v
-    states = _states_before_chunks(chunk_states, torch.exp(last[..., 0, :]))
-    out = inner + (q * torch.exp(b)) @ states
-    return out.flatten(-3, -2)[..., :n, :]
+    Inside a chunk the weights Σ_r q_ir k_jr exp(b_ir − b_jr) come from sub-chunks
+    (:func:`_per_channel_weights`), as GLA's kernels build them."""
+    inner, q_decayed, chunk_states, chunk_decays = _stage(_gla_chunks, compiled)(q, k, v, g, chunk_size, sub_chunk)
+    states = _states_before_chunks(chunk_states, chunk_decays, compiled)
+    return _stage(_read_out, compiled)(inner, q_decayed, states, q.shape[-2])
 
 
-def torch_chunkwise_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-                               g: torch.Tensor | None = None, chunk_size: int = 64) -> torch.Tensor:
-    """The (gated) delta rule S_t = (I − β_t k_t k_tᵀ) exp(g_t) S_{t-1} + β_t k_t v_tᵀ,
-    o_t = d_k^-1/2 · S_tᵀ q_t, with β [..., N] and g [..., N] (None: no decay) -> [..., N, d_v].
+def _delta_step(state: torch.Tensor, w: torch.Tensor, u: torch.Tensor, q_decayed: torch.Tensor,
+                inner_weights: torch.Tensor, k_decayed: torch.Tensor,
+                decay: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One chunk of the delta rule: (its output, the state after it). The pseudo-values U − W S
+    feed the output and the state; decay [..., d_k, 1] (or [..., 1, 1]) over the whole chunk."""
+    pseudo = u - w @ state
+    out = q_decayed @ state + inner_weights @ pseudo
+    return out, decay * state + k_decayed.transpose(-1, -2) @ pseudo
 
-    Per chunk, T = (I + strict_tril(diag(β) K Kᵀ ⊙ L))⁻¹ by a triangular solve for all chunks
-    at once, W = T diag(β ⊙ exp(b)) K and U = T diag(β) V; then chunk by chunk the pseudo-values
-    U − W S feed the output and the state."""
-    n, d_k = q.shape[-2:]
+
+def _delta_loop(w: torch.Tensor, u: torch.Tensor, q_decayed: torch.Tensor, inner_weights: torch.Tensor,
+                k_decayed: torch.Tensor, chunk_decays: torch.Tensor, n: int, compiled: bool) -> torch.Tensor:
+    """The delta rule's chunks in order, the state carried; inputs [..., n_c, C, ·] -> [..., N, d_v]."""
+    step = _stage(_delta_step, compiled)
+    state = q_decayed.new_zeros(*q_decayed.shape[:-3], q_decayed.shape[-1], u.shape[-1])
+    outs = []
+    for c in range(q_decayed.shape[-3]):
+        out, state = step(state, w[..., c, :, :], u[..., c, :, :], q_decayed[..., c, :, :],
+                          inner_weights[..., c, :, :], k_decayed[..., c, :, :], chunk_decays[..., c, :, :])
+        outs.append(out)
+    return torch.stack(outs, dim=-3).flatten(-3, -2)[..., :n, :]
+
+
+def _delta_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, g: torch.Tensor | None,
+                  chunk_size: int) -> tuple[torch.Tensor, ...]:
+    d_k = q.shape[-1]
     q, k, v = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v))
     beta = _chunked(beta[..., None], chunk_size)  # [..., n_c, C, 1]
     b = (torch.zeros_like(beta[..., 0]) if g is None
@@ -150,13 +229,20 @@ def torch_chunkwise_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     u = t_matrix @ (beta * v)  # [..., n_c, C, d_v]
     inner_weights = (q @ k.transpose(-1, -2)) * mask
     q_decayed, k_decayed = q * torch.exp(b)[..., None], k * mask[..., -1, :, None]  # exp(b), exp(b_last − b)
-    state = q.new_zeros(*q.shape[:-3], d_k, v.shape[-1])
-    out = torch.empty_like(v)
-    for c in range(q.shape[-3]):
-        pseudo = u[..., c, :, :] - w[..., c, :, :] @ state
-        out[..., c, :, :] = q_decayed[..., c, :, :] @ state + inner_weights[..., c, :, :] @ pseudo
-        state = torch.exp(b[..., c, -1, None, None]) * state + k_decayed[..., c, :, :].transpose(-1, -2) @ pseudo
-    return out.flatten(-3, -2)[..., :n, :]
+    return w, u, q_decayed, inner_weights, k_decayed, torch.exp(b[..., -1, None, None])
+
+
+def torch_chunkwise_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
+                               g: torch.Tensor | None = None, chunk_size: int = 64,
+                               compiled: bool = False) -> torch.Tensor:
+    """The (gated) delta rule S_t = (I − β_t k_t k_tᵀ) exp(g_t) S_{t-1} + β_t k_t v_tᵀ,
+    o_t = d_k^-1/2 · S_tᵀ q_t, with β [..., N] and g [..., N] (None: no decay) -> [..., N, d_v].
+
+    Per chunk, T = (I + strict_tril(diag(β) K Kᵀ ⊙ L))⁻¹ by a triangular solve for all chunks
+    at once, W = T diag(β ⊙ exp(b)) K and U = T diag(β) V; then chunk by chunk the pseudo-values
+    U − W S feed the output and the state."""
+    stages = _stage(_delta_chunks, compiled)(q, k, v, beta, g, chunk_size)
+    return _delta_loop(*stages, q.shape[-2], compiled)
 
 
 def sdpa_causal_softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -166,7 +252,8 @@ def sdpa_causal_softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
 
 
 def torch_chunkwise_delta_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-                                  g: torch.Tensor | None = None, chunk_size: int = 64) -> torch.Tensor:
+                                  g: torch.Tensor | None = None, chunk_size: int = 64,
+                                  compiled: bool = False) -> torch.Tensor:
     """(Gated) DeltaProduct the way flash-linear-attention's chunk reference computes it
     (``fla/ops/gated_delta_product/chunk_ref.py``): the gated delta rule on the N·n_h steps,
     token-major, q on each token's last step (zeros before it), g on its first (zeros after),
@@ -178,7 +265,7 @@ def torch_chunkwise_delta_product(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     q_steps = F.pad(q[..., None, :], (0, 0, n_h - 1, 0)).flatten(-3, -2)  # [..., N·n_h, d_k]
     g_steps = None if g is None else F.pad(g[..., None], (0, n_h - 1)).flatten(-2)  # [..., N·n_h]
     out = torch_chunkwise_delta_rule(q_steps, k.flatten(-3, -2), v.flatten(-3, -2), beta.flatten(-2), g_steps,
-                                     chunk_size)
+                                     chunk_size, compiled)
     return out[..., n_h - 1::n_h, :]
 
 
@@ -203,15 +290,9 @@ def _per_channel_weights(x: torch.Tensor, k: torch.Tensor, b: torch.Tensor, sub_
     return weights
 
 
-def torch_chunkwise_kda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-                        g: torch.Tensor, chunk_size: int = 64, sub_chunk: int = 16) -> torch.Tensor:
-    """Kimi Delta Attention S_t = (I − β_t k_t k_tᵀ) diag(exp(g_t)) S_{t-1} + β_t k_t v_tᵀ,
-    o_t = d_k^-1/2 · S_tᵀ q_t, with β [..., N] and g [..., N, d_k] -> [..., N, d_v].
-
-    Per chunk, with b the in-chunk cumulative g, T = (I + strict_tril(diag(β) A_kk))⁻¹ by a
-    triangular solve for all chunks at once, W = T diag(β) (K ⊙ exp(b)) and U = T diag(β) V;
-    then chunk by chunk the pseudo-values U − W S feed the output (with A_qk) and the state."""
-    n, d_k = q.shape[-2:]
+def _kda_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, g: torch.Tensor,
+                chunk_size: int, sub_chunk: int) -> tuple[torch.Tensor, ...]:
+    d_k = q.shape[-1]
     q, k, v, g = (_chunked(x, chunk_size) for x in (q * d_k**-0.5, k, v, g))
     beta = _chunked(beta[..., None], chunk_size)  # [..., n_c, C, 1]
     b = torch.cumsum(g, dim=-2)  # [..., n_c, C, d_k]
@@ -222,11 +303,17 @@ def torch_chunkwise_kda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta:
     u = t_matrix @ (beta * v)  # [..., n_c, C, d_v]
     inner_weights = _per_channel_weights(q, k, b, sub_chunk)
     last = b[..., -1:, :]  # [..., n_c, 1, d_k]
-    q_decayed, k_decayed = q * torch.exp(b), k * torch.exp(last - b)
-    state = q.new_zeros(*q.shape[:-3], d_k, v.shape[-1])
-    out = torch.empty_like(v)
-    for c in range(q.shape[-3]):
-        pseudo = u[..., c, :, :] - w[..., c, :, :] @ state
-        out[..., c, :, :] = q_decayed[..., c, :, :] @ state + inner_weights[..., c, :, :] @ pseudo
-        state = torch.exp(last[..., c, 0, :, None]) * state + k_decayed[..., c, :, :].transpose(-1, -2) @ pseudo
-    return out.flatten(-3, -2)[..., :n, :]
+    return w, u, q * torch.exp(b), inner_weights, k * torch.exp(last - b), torch.exp(last).transpose(-1, -2)
+
+
+def torch_chunkwise_kda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
+                        g: torch.Tensor, chunk_size: int = 64, sub_chunk: int = 16,
+                        compiled: bool = False) -> torch.Tensor:
+    """Kimi Delta Attention S_t = (I − β_t k_t k_tᵀ) diag(exp(g_t)) S_{t-1} + β_t k_t v_tᵀ,
+    o_t = d_k^-1/2 · S_tᵀ q_t, with β [..., N] and g [..., N, d_k] -> [..., N, d_v].
+
+    Per chunk, with b the in-chunk cumulative g, T = (I + strict_tril(diag(β) A_kk))⁻¹ by a
+    triangular solve for all chunks at once, W = T diag(β) (K ⊙ exp(b)) and U = T diag(β) V;
+    then chunk by chunk the pseudo-values U − W S feed the output (with A_qk) and the state."""
+    stages = _stage(_kda_chunks, compiled)(q, k, v, beta, g, chunk_size, sub_chunk)
+    return _delta_loop(*stages, q.shape[-2], compiled)

@@ -12,11 +12,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .methods import KERNEL, OURS, PEER, SOFTMAX_OURS, SOFTMAX_SDPA
+from .methods import KERNEL, OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA
 from .summary import timed_rows
 
 
-_STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-"), "torch chunkwise": ("C1", "^", "--"),
+_STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-"),
+          PEER_COMPILED: ("C3", "s", "--"), "torch chunkwise": ("C1", "^", "--"),
           "numpy chunkwise": ("C2", "v", "--"), "numba recurrent": ("C4", "D", ":"),
           "numba parallel": ("C5", "P", ":"), "numba quadratic": ("C6", "X", ":"),
           SOFTMAX_OURS: ("C7", "o", "-."), SOFTMAX_SDPA: ("C8", "s", "-."), "numpy softmax": ("C9", "^", "-.")}
@@ -51,7 +52,8 @@ def _method_panels(record: dict, names: tuple[str, ...], value: Callable[[dict],
 def plot_throughput(record: dict) -> Any:
     """GFLOP/s (4·d·d_v per token) against N for the linear-attention methods, one panel per d,
     with the sgemm measured in the same rounds as the ceiling."""
-    names = (OURS, KERNEL, PEER, "torch chunkwise", "numpy chunkwise", "numba recurrent", "numba parallel")
+    names = (OURS, KERNEL, PEER, PEER_COMPILED, "torch chunkwise", "numpy chunkwise", "numba recurrent",
+             "numba parallel")
     fig, panels = _method_panels(record, names, lambda row: row["gflops"], "GFLOP/s (4·d·d_v per token)")
     for d, ax in panels.items():
         ceiling = [r["sgemm_gflops_same_rounds"] for r in record["results"] if r["d"] == d
@@ -65,16 +67,22 @@ def plot_throughput(record: dict) -> Any:
 
 
 def plot_ratio(record: dict) -> Any:
-    """Our best numba form's speed over the peer's (time of peer / time of ours) against N."""
+    """Our best numba form's speed over each peer's (time of the peer / time of ours) against N:
+    solid against the eager peer, dashed against the compiled one where the record has it."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    for d, shapes in _group(record["summary"]["per_shape"], "d").items():
-        ax.plot([s["n"] for s in shapes], [s["ratio"] for s in shapes], marker="o", label=f"d = {d}")
+    for i, (d, shapes) in enumerate(_group(record["summary"]["per_shape"], "d").items()):
+        ax.plot([s["n"] for s in shapes], [s["ratio"] for s in shapes], marker="o", color=f"C{i}",
+                label=f"d = {d}, eager peer")
+        compiled = [s for s in shapes if s.get("compiled_ratio") is not None]
+        if compiled:
+            ax.plot([s["n"] for s in compiled], [s["compiled_ratio"] for s in compiled], "--", marker="s",
+                    color=f"C{i}", label=f"d = {d}, compiled peer")
     ax.axhline(1.0, color="black", lw=1, ls=":")
     ax.set_xscale("log", base=2)
     ax.set(xlabel="sequence length N", ylabel="speed-up over the torch chunkwise peer",
-           title="Our best numba form against the peer (same run)")
+           title="Our best numba form against the peers (same run)")
     ax.legend(fontsize=8)
     fig.suptitle(_label(record), fontsize=7)
     return fig
@@ -83,7 +91,7 @@ def plot_ratio(record: dict) -> Any:
 def plot_times(record: dict) -> Any:
     """Time per call against N on log-log axes: linear (ours, peer) against softmax (ours, SDPA,
     materialised), one panel per d, with the crossovers marked."""
-    names = (OURS, PEER, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax")
+    names = (OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax")
     fig, panels = _method_panels(record, names, lambda row: 1e3 * row["median_s"], "time per call (ms, median)")
     for d, ax in panels.items():
         for entry in record["summary"]["crossover"]:

@@ -17,7 +17,7 @@ from .. import records
 
 
 CSV_FIELDS = ("method", "family", "origin", "backend", "form", "d", "n", "batch_heads", "status", "reason",
-              "median_s", "min_s", "max_s", "runs", "gflops", "sgemm_gflops_same_rounds", "load_average",
+              "median_s", "min_s", "max_s", "runs", "first_call_s", "gflops", "sgemm_gflops_same_rounds", "load_average",
               "other_processes_cores")
 
 
@@ -52,13 +52,15 @@ def report(record: dict) -> str:
              f"{record['sgemm']['gflops_end']:.0f} GFLOP/s (start / end)"
              + (f"; with OpenBLAS's AVX-512 kernels {record['sgemm']['avx512_kernels']['gflops']:.0f}"
                 if record["sgemm"].get("avx512_kernels") else ""),
-             "", f"{'d':>4} {'N':>7} {'ours GFLOP/s':>13} {'peer GFLOP/s':>13} {'ratio':>6} {'of sgemm':>9}"
-                 f" {'kernel GFLOP/s':>15} {'ratio':>6} {'of sgemm':>9}  ours"]
+             "", f"{'d':>4} {'N':>7} {'ours GFLOP/s':>13} {'peer GFLOP/s':>13} {'ratio':>6} {'compiled':>9}"
+                 f" {'ratio':>6} {'of sgemm':>9} {'kernel GFLOP/s':>15} {'ratio':>6} {'of sgemm':>9}  ours"]
     for s in record["summary"]["per_shape"]:
         kernel = (f"{s['kernel_gflops']:>15.1f} {s['kernel_ratio']:>6.2f} {100 * s['kernel_sgemm_fraction']:>8.0f}%"
                   if s.get("kernel_gflops") is not None else f"{'-':>15} {'-':>6} {'-':>9}")
+        compiled = (f"{s['compiled_peer_gflops']:>9.1f} {s['compiled_ratio']:>6.2f}"
+                    if s.get("compiled_peer_gflops") is not None else f"{'-':>9} {'-':>6}")
         lines.append(f"{s['d']:>4} {s['n']:>7} {s['ours_gflops']:>13.1f} {s['peer_gflops']:>13.1f} "
-                     f"{s['ratio']:>6.2f} {100 * s['sgemm_fraction']:>8.0f}% {kernel}  {s['ours']}")
+                     f"{s['ratio']:>6.2f} {compiled} {100 * s['sgemm_fraction']:>8.0f}% {kernel}  {s['ours']}")
     lines.append("")
     for c in record["summary"]["crossover"]:
         where = ("not within the sizes measured" if c["crossover_n"] is None
