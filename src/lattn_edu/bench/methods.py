@@ -207,7 +207,8 @@ def compiled_peer_note() -> str:
 
     return peers.compiler_problem() or (
         "each peer's stages under torch.compile (inductor, static shapes); a method's first call at each "
-        "shape, which compiles, is recorded apart as first_call_s and not timed")
+        "shape, which compiles, is recorded apart as first_call_s and not timed (inductor keeps compiled "
+        "graphs in a cache on disk, so a first call may load a graph compiled by an earlier run)")
 
 
 def linear_flops(n: int, d: int, d_v: int, bh: int) -> float:
