@@ -47,6 +47,7 @@ says whether this machine can compile at all (inductor needs a C++ compiler).
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Callable
 
 import torch
@@ -63,7 +64,9 @@ CHUNKS_PER_GRAPH = 32  # chunks of the carried loop in one call (one compiled gr
 def compiler_problem() -> str | None:
     """None when ``torch.compile`` works here, else why not (e.g. no C++ compiler for inductor)."""
     try:
-        torch.compile(lambda x: x * 2 + 1, dynamic=False)(torch.ones(3))
+        with warnings.catch_warnings():  # inductor's first import trips torch's own deprecation of jit.script_method
+            warnings.filterwarnings("ignore", message=".*torch.jit.script_method.*", category=DeprecationWarning)
+            torch.compile(lambda x: x * 2 + 1, dynamic=False)(torch.ones(3))
     except Exception as err:  # inductor raises many kinds of errors for a missing toolchain
         return f"torch.compile does not work here: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
     return None
