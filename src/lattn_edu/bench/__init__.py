@@ -32,7 +32,8 @@ from .results import CSV_FIELDS, load_results, report, write_csv
 from .summary import crossovers, decode_summary, per_shape_summary, targets
 
 __all__ = [
-    "BATCH_HEADS", "CHUNK", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OURS", "PEER", "PEER_COMPILED",
+    "BATCH_HEADS", "CHUNK", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OURS", "PEER",
+    "PEER_COMPILED",
     "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
     "check_correctness",
     "crossovers", "decode_summary", "linear_flops", "load_results", "measure_sgemm",

@@ -52,7 +52,8 @@ CREDITED_WORK = {"gated, scalar decay": 4, "gated, vector decay": 4, "delta rule
                  "delta product": 10}
 
 # No size limit binds here (the forms are all linear in N and allocate per chunk), hence the
-# generous limits; there is no sgemm ceiling, since the rows compare each form with its peer.
+# generous limits; the full run times sgemm in the same rounds, the ceiling for the credited
+# GFLOP/s.
 FULL = Settings(SIZES, DIMS, BATCH_HEADS, min_rounds=5, max_rounds=15, shape_seconds=6.0, max_call_s=60.0,
                 memory_budget=4 * 2**30, sgemm_size=2048, decode_sizes=DECODE_SIZES, decode_steps=300)
 QUICK = Settings(QUICK_SIZES, DIMS, BATCH_HEADS, min_rounds=3, max_rounds=7, shape_seconds=1.0, max_call_s=60.0,

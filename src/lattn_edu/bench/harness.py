@@ -4,10 +4,10 @@
 checked against the family's float64 numpy reference (which also compiles the numba
 kernels). Then, shape by shape, after two untimed calls of each method (the first compiles
 what is compiled, and is recorded; the second says what a round will cost), each method's
-call is timed once per round, all methods in turn, so that whatever else the machine does meanwhile slows them alike and their ratios
-hold even when the absolute times drift. Where the family asks for it, a numpy sgemm runs in
-the same rounds as the ceiling, and :class:`OtherLoad` records how busy other processes kept
-the cores. Decoding is timed last, the family's own way, and the family summarises the run.
+call is timed once per round, all methods in turn, so that whatever else the machine does
+meanwhile slows them alike and their ratios hold even when the absolute times drift. Where
+the family asks for it, a numpy sgemm runs in the same rounds as the ceiling, and
+:class:`OtherLoad` records how busy other processes kept the cores. Decoding is timed last, the family's own way, and the family summarises the run.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from .. import records
 
 
 CSV_FIELDS = ("method", "family", "origin", "backend", "form", "d", "n", "batch_heads", "status", "reason",
-              "median_s", "min_s", "max_s", "runs", "first_call_s", "gflops", "sgemm_gflops_same_rounds", "load_average",
-              "other_processes_cores")
+              "median_s", "min_s", "max_s", "runs", "first_call_s", "gflops", "sgemm_gflops_same_rounds",
+              "load_average", "other_processes_cores")
 
 
 def write_csv(rows: list[dict], path: Path, fields: tuple[str, ...] = CSV_FIELDS) -> None:

@@ -98,9 +98,10 @@ def decode_summary(rows: list[dict]) -> list[dict]:
 def targets(shapes: list[dict], decode: list[dict]) -> dict:
     """The targets the kernels are held to, checked on this run's ratios (each of one run, so a
     busy machine does not decide them): at d = 64 and 128 and N >= 1024, at least the eager
-    peer's speed and 1.5 times the compiled peer's; at d = 128, at least half the sgemm rate; and the state's time per decoded token
-    growing at most 1.1 times from the fewest tokens seen to the most, since a fixed-size
-    state should cost the same whatever came before."""
+    peer's speed and 1.5 times the compiled peer's; at d = 128, at least half the sgemm
+    rate; and the state's time per decoded token growing at most 1.1 times from the fewest
+    tokens seen to the most, since a fixed-size state should cost the same whatever came
+    before."""
     judged = [s for s in shapes if s["d"] in (64, 128) and s["n"] >= 1024]
     wide = [s for s in shapes if s["d"] == 128 and s["n"] >= 1024]
     state = [g for g in decode if g["method"] == "LinearAttentionState.step"]
