@@ -7,7 +7,8 @@ what is compiled, and is recorded; the second says what a round will cost), each
 call is timed once per round, all methods in turn, so that whatever else the machine does
 meanwhile slows them alike and their ratios hold even when the absolute times drift. Where
 the family asks for it, a numpy sgemm runs in the same rounds as the ceiling, and
-:class:`OtherLoad` records how busy other processes kept the cores. Decoding is timed last, the family's own way, and the family summarises the run.
+:class:`OtherLoad` records how busy other processes kept the cores. Decoding is timed last,
+the family's own way, and the family summarises the run.
 """
 
 from __future__ import annotations
