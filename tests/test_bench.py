@@ -261,3 +261,25 @@ def test_gpu_script_without_cuda_says_so(gpu_script, capsys):
         pytest.skip("a CUDA device is present")
     assert gpu_script.main([]) == 2
     assert "--device cpu" in capsys.readouterr().err
+
+
+def test_without_a_working_compiler_the_compiled_peers_are_left_out_with_the_reason(monkeypatch):
+    """A fresh machine may have no C++ compiler for inductor: the compiled peers drop out of
+    both families, the record's note says why, and asking for one raises that reason."""
+    from lattn_edu.bench import gated, methods, peers
+
+    def broken_compile(*args, **kwargs):
+        raise RuntimeError("no C++ compiler found")
+
+    peers.compiler_problem.cache_clear()
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    try:
+        names = {m.name for m in bench.timed_methods(("numba",))}
+        assert bench.PEER in names and bench.PEER_COMPILED not in names
+        assert {m.origin for m in gated.gated_methods(("numba",))} == {"ours", "peer"}
+        assert "no C++ compiler found" in methods.compiled_peer_note()
+        q = torch.ones(1, 5, 3)
+        with pytest.raises(RuntimeError, match="no C\\+\\+ compiler found"):
+            peers.torch_chunkwise_linear_attention(q, q, q, compiled=True)
+    finally:
+        peers.compiler_problem.cache_clear()

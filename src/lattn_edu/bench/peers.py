@@ -68,7 +68,8 @@ def compiler_problem() -> str | None:
             warnings.filterwarnings("ignore", message=".*torch.jit.script_method.*", category=DeprecationWarning)
             torch.compile(lambda x: x * 2 + 1, dynamic=False)(torch.ones(3))
     except Exception as err:  # inductor raises many kinds of errors for a missing toolchain
-        return f"torch.compile does not work here: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        first_line = (str(err).splitlines() or [""])[0][:200]  # some errors carry no message
+        return f"torch.compile does not work here: {type(err).__name__}: {first_line}"
     return None
 
 
