@@ -188,6 +188,8 @@ def benchmark_shapes(family: Family, found: list[Method], settings: Settings, pr
         for n in settings.sizes:
             active, skipped = _within_limits(found, n, d, settings, last, stopped)
             x = family.make_inputs(n, d, settings.batch_heads)
+            if any(m.compiled for m in active):
+                torch.compiler.reset()  # past a few shapes a compiled stage would silently run eagerly
             calls = {m.name: m.build(x) for m in active}
             if settings.sgemm_size is not None:
                 calls[SGEMM] = sgemm_call(settings.sgemm_size)

@@ -40,8 +40,11 @@ tokens); a compiled step per chunk compiles once but pays torch.compile's call o
 every chunk and fuses nothing across chunks (30–40% slower than the whole function at
 N = 2,048, d = 64 and 128, measured here); a block of chunks is one graph of bounded size,
 called N / (64 · 32) times with chunks of 64 (at N = 2,048, the whole loop). A
-compiled stage is compiled on its first call at each new shape; :func:`compiler_problem`
-says whether this machine can compile at all (inductor needs a C++ compiler).
+compiled stage is compiled on its first call at each new shape. torch.compile keeps only a
+few shapes per stage (8 in torch 2.13) and past them runs the stage eagerly without saying
+so, so a caller that goes through many shapes calls ``torch.compiler.reset()`` between them,
+as ``lattn-edu bench`` does before each shape. :func:`compiler_problem` says whether this
+machine can compile at all (inductor needs a C++ compiler).
 """
 
 from __future__ import annotations
@@ -53,10 +56,6 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-# Shapes a compiled stage may be compiled for before dynamo gives up on it: one per
-# benchmarked shape and head width, with room for tests. Past it, fail instead of falling
-# back to eager silently, which would time the eager peer under the compiled peer's name.
-RECOMPILE_LIMIT = 64
 CHUNKS_PER_GRAPH = 32  # chunks of the carried loop in one call (one compiled graph)
 
 
@@ -85,12 +84,7 @@ def _stage(stage: Callable, compiled: bool) -> Callable:
     problem = compiler_problem()
     if problem is not None:
         raise RuntimeError(problem)
-    compiled_stage = _compiled(stage)
-
-    def call(*args):
-        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True):
-            return compiled_stage(*args)
-    return call
+    return _compiled(stage)
 
 
 def _linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int,
