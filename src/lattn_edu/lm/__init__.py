@@ -1,4 +1,4 @@
-"""How much softmax does a language model need? A character-level lab on real text (chapter 15).
+"""How much softmax does a language model need? A character-level lab on real text (chapter 16).
 
 ``lattn-edu lm`` trains small character-level language models on the packaged Shakespeare
 (:mod:`lattn_edu.corpus`), all with the same architecture, data, steps, batch and learning-rate
@@ -28,7 +28,7 @@ smoke run; ``--quick`` has the budget in minutes that ``--help`` prints
 from __future__ import annotations
 
 from .cli import add_arguments, lab_from_args, run
-from .decode import check_decodable, mixer_step, start_cache
+from .decode import check_decodable, crossing_context, mixer_step, start_cache
 from .lab import (FULL, QUICK, QUICK_BUDGET_MINUTES, TINY, LabConfig, LmConfig, check_lab, estimate_seconds,
                   format_summary, planned_runs, recorded, run_lab, summarise, train_run)
 from ..recall.mixers import parse_pattern
@@ -48,6 +48,7 @@ __all__ = [
     "check_decodable",
     "check_lab",
     "copy_probe",
+    "crossing_context",
     "estimate_seconds",
     "format_summary",
     "lab_from_args",

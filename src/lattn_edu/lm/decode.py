@@ -1,16 +1,18 @@
-"""Decoding one token at a time: each mixer's cache and its step (chapter 15's decode times).
+"""Decoding one token at a time: each mixer's cache and its step (chapter 16's decode times).
 
 A softmax layer keeps every key and value (its KV cache grows by one of each per token), a
 sliding-window layer the last W of them, a recurrent layer one fixed-size state. Each step
 here is that layer's recurrent form written out in torch for a single token, on the mixer's
 own projections and gates, so that stepping a trained model through a sequence gives the
-logits of its parallel (chunkwise) forward pass; the lab times it.
+logits of its parallel (chunkwise) forward pass; the lab times it. :func:`crossing_context`
+reads two timed curves for the context at which one overtakes the other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -99,3 +101,31 @@ def mamba2_step(mixer: Mamba2Mixer, x: torch.Tensor, cache: Cache) -> tuple[torc
     state = decayed(cache[0], mixer.decay(x)) + k.transpose(-1, -2) @ v  # [B, H, d_qk, d_head]
     read = mixer.d_qk ** -0.5 * q @ state
     return mixer.merge(mixer.norm(read)), (state,)
+
+
+def crossing_context(contexts, rising, flat) -> float:
+    """The context at which ``rising``'s time first exceeds ``flat``'s, by linear interpolation.
+
+    ``contexts`` are the cached lengths timed, strictly increasing; ``rising`` and ``flat`` the
+    times measured there (any one unit). The crossing lies in the first interval whose gap
+    ``rising − flat`` goes from <= 0 at its start to > 0 at its end; between the two timed
+    contexts the gap is taken to be a straight line. Raises ValueError when no interval does
+    (``rising`` is never above ``flat``, or is above it from the first context on, so the
+    crossing is not inside the timed range).
+    """
+    n, first, second = (np.asarray(x, dtype=np.float64) for x in (contexts, rising, flat))
+    for name, values in (("contexts", n), ("rising", first), ("flat", second)):
+        if values.ndim != 1 or values.size < 2 or not np.isfinite(values).all():
+            raise ValueError(f"{name} must be a 1-D sequence of at least two finite numbers; "
+                             f"got shape {list(values.shape)}")
+    if not first.size == second.size == n.size:
+        raise ValueError(f"contexts, rising and flat must have one entry per context; got "
+                         f"{n.size}, {first.size} and {second.size}")
+    if not (np.diff(n) > 0).all():
+        raise ValueError(f"contexts must be strictly increasing; got {n.tolist()}")
+    gap = first - second  # [C]
+    for i in range(n.size - 1):
+        if gap[i] <= 0 < gap[i + 1]:
+            return float(n[i] + (n[i + 1] - n[i]) * -gap[i] / (gap[i + 1] - gap[i]))
+    raise ValueError("rising never goes from at or below flat to above it inside the timed "
+                     f"contexts {n.tolist()}: the crossing is not in the measured range")

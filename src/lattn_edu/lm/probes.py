@@ -1,5 +1,5 @@
 """What the language-model lab measures on held-out text: bits per character, by position and
-on an in-context copy (chapter 15).
+on an in-context copy (chapter 16).
 
 - :func:`validation_windows`: fixed windows spread evenly over the validation text, the same
   for every run;

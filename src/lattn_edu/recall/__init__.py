@@ -26,7 +26,7 @@ The registry also holds chapter 13's ``deltanet_neg`` (β in (0, 2)) and ``delta
 trains, and chapter 14's test-time learners: ``ttt_linear`` (``la.ttt_linear``, TTT-Linear),
 ``titans_linear`` (``la.titans_linear``, Titans' memory with a linear inner model) and
 ``least_squares`` (``la.least_squares_attention``, MesaNet's exact least-squares read), and
-chapter 15's ``kda`` (Kimi Delta Attention: Gated DeltaNet with one decay per key channel) and
+chapter 16's ``kda`` (Kimi Delta Attention: Gated DeltaNet with one decay per key channel) and
 ``sliding_window`` (softmax over the last W keys), which its language-model lab
 (:mod:`lattn_edu.lm`) trains; the recall sweep leaves them out unless ``--models`` names them
 (:data:`RECALL_MODELS` is its default).
@@ -39,7 +39,7 @@ the registry :data:`MIXERS` that names them; a new model is one registered class
 :mod:`.config` (sizes and presets, which name the mixers), :mod:`.model` (the shared
 architecture), :mod:`.training` (training, scoring, the sweep), :mod:`.pool` (independent
 runs side by side, one worker process per core), :mod:`.study` (the capacity study: seeds,
-learning rates, loss curves, a state-size sweep, windows; the hybrid study of chapter 15), :mod:`.plots` (the study's figures for
+learning rates, loss curves, a state-size sweep, windows; the hybrid study of chapter 16), :mod:`.plots` (the study's figures for
 chapters 7 and 10) and :mod:`.cli` (``lattn-edu recall``).
 
 Results are bit-reproducible for a given seed and number of torch threads per run (one by

@@ -72,7 +72,7 @@ QUICK_STUDY = StudyConfig(base=RecallConfig(steps=400), pair_counts=(8,), learni
 LEARNERS_STUDY = replace(QUICK_STUDY,
                          models=("gated_deltanet", "ttt_linear", "titans_linear", "least_squares"),
                          learning_rates=(6e-3, 3e-3), sweep_models=())
-# Hybrids (chapter 15): how much softmax a stack of four Gated DeltaNet layers needs to recall, and
+# Hybrids (chapter 16): how much softmax a stack of four Gated DeltaNet layers needs to recall, and
 # what it costs in memory. P = 32 pairs (sequences of 96 tokens) in four layers at the quick
 # study's width, rate and seeds: none, one (the last) or two (alternating) of the four layers
 # softmax, softmax throughout, sliding-window softmax throughout at W = 16 .. 128 (W = 128

@@ -1,0 +1,152 @@
+"""Exercises for chapter 16 (recall and real text): the share of recall queries one sliding
+window can reach, the numbers a recall stack keeps after n tokens, and the context at which one
+measured decode time overtakes another.
+
+What each checker compares with (the package's own code, never the solutions):
+
+- ``ch16.window_reach``: :func:`lattn_edu.recall.window_reach`; rtol 1e-12.
+- ``ch16.numbers_kept``: ``cache_floats(n)`` of a :class:`lattn_edu.recall.model.RecallModel`
+  built with the layers named (its mixers' own counts); exact.
+- ``ch16.decode_crossing``: :func:`lattn_edu.lm.decode.crossing_context`; rtol 1e-9.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..lm.decode import crossing_context
+from ..recall.config import RecallConfig
+from ..recall.model import RecallModel
+from ..recall.task import window_reach
+from ..records import load_record
+from .base import Exercise, check_function
+
+# --- ch16.window_reach
+
+
+def solution_window_reach(num_pairs, window):
+    """Share of recall queries whose value lies inside one window: a float.
+
+    Query i sits at 2P + i and asks for the value at 2j + 1 (every j
+    equally likely); a window of W tokens ending at the query sees it
+    when 2P + i − (2j + 1) < W. Count the (i, j) pairs for which it does.
+    """
+    seen = 0
+    for i in range(num_pairs):
+        for j in range(num_pairs):
+            distance = 2 * num_pairs + i - (2 * j + 1)  # query to value
+            seen += distance < window
+    return seen / num_pairs**2
+
+
+def _reach_cases():
+    """The study's P = 32 at its four windows, a window that sees everything, odd sizes."""
+    cases = [(32, 16), (32, 32), (32, 64), (32, 128), (5, 1), (5, 3), (7, 12), (13, 29),
+             (1, 1), (1, 2), (9, 100)]
+    return [{"num_pairs": p, "window": w} for p, w in cases]
+
+
+def _check_window_reach(answer):
+    check_function(answer, window_reach, _reach_cases(), rtol=1e-12)
+
+
+# --- ch16.numbers_kept
+
+
+def solution_numbers_kept(layers, d_model, num_heads, window, n):
+    """Numbers a recall stack keeps per sequence after n tokens: an int.
+
+    Each head has width d_h = d_model / num_heads. Softmax caches a key
+    and a value per token and head; a window only the last min(n, W);
+    Gated DeltaNet and Mamba-2 keep one d_h × d_h state per head.
+    """
+    d_h = d_model // num_heads
+    kept = {"softmax": n * num_heads * 2 * d_h,
+            "sliding_window": min(n, window) * num_heads * 2 * d_h,
+            "gated_deltanet": num_heads * d_h * d_h,
+            "mamba2": num_heads * d_h * d_h}
+    return sum(kept[layer] for layer in layers)
+
+
+NUMBERS_KEPT_KINDS = ("softmax", "sliding_window", "gated_deltanet", "mamba2")
+
+
+def _kept_cases():
+    """The study's stacks at its width after 96 tokens, then odd widths, windows and lengths."""
+    four = [("gated_deltanet",) * 4, ("gated_deltanet",) * 3 + ("softmax",),
+            ("gated_deltanet", "softmax") * 2, ("softmax",) * 4, ("sliding_window",) * 4,
+            ("mamba2",) * 4]
+    cases = [{"layers": layers, "d_model": 64, "num_heads": 4, "window": 32, "n": 96}
+             for layers in four]
+    cases += [{"layers": ("sliding_window", "gated_deltanet", "softmax"), "d_model": 45,
+               "num_heads": 3, "window": 7, "n": 5},
+              {"layers": ("mamba2", "sliding_window", "sliding_window"), "d_model": 35,
+               "num_heads": 5, "window": 13, "n": 101},
+              {"layers": ("softmax",), "d_model": 21, "num_heads": 7, "window": 3, "n": 1},
+              {"layers": ("gated_deltanet", "sliding_window") * 3, "d_model": 18,
+               "num_heads": 2, "window": 200, "n": 199}]
+    return cases
+
+
+def package_numbers_kept(layers, d_model, num_heads, window, n):
+    """cache_floats(n) of the recall model built with these layers, one per layer."""
+    config = RecallConfig(d_model=d_model, num_heads=num_heads, num_layers=len(layers),
+                          window=window)
+    return RecallModel("+".join(layers), config).cache_floats(n)
+
+
+def _check_numbers_kept(answer):
+    check_function(answer, package_numbers_kept, _kept_cases(), rtol=0.0)
+
+
+# --- ch16.decode_crossing
+
+
+def solution_decode_crossing(contexts, rising, flat):
+    """Context where rising's time first exceeds flat's: a float.
+
+    Find the first timed interval whose gap rising − flat goes from <= 0
+    to > 0, and put the crossing where the straight line between the
+    two gaps is zero.
+    """
+    gap = np.asarray(rising, dtype=float) - np.asarray(flat, dtype=float)
+    for i in range(len(contexts) - 1):
+        if gap[i] <= 0 < gap[i + 1]:
+            share = -gap[i] / (gap[i + 1] - gap[i])  # of the interval, before zero
+            return contexts[i] + share * (contexts[i + 1] - contexts[i])
+    raise ValueError("no crossing inside the timed contexts")
+
+
+def _crossing_cases():
+    """The recorded decode benchmark's softmax against Gated DeltaNet, a tie at a timed context,
+    a crossing after an earlier dip, odd spacings and units; each crosses inside its range."""
+    rng = np.random.default_rng(161)
+    decode = load_record("lm_decode.json")
+    median = {(r["model"], r["context"]): r["median_ms"] for r in decode["rows"]}
+    contexts = decode["settings"]["contexts"]
+    cases = [(contexts, [median["softmax", n] for n in contexts],
+              [median["gated_deltanet", n] for n in contexts]),
+             ([10, 20, 30], [1.0, 2.0, 3.0], [2.0, 2.0, 2.0]),  # equal at 20, above from there
+             ([1, 3, 7, 15, 31], [5.0, 4.0, 4.5, 6.0, 9.0], [5.5, 5.5, 5.5, 5.5, 5.5]),
+             ([100, 250], [0.5, 0.9], [0.6, 0.61])]
+    for size in (5, 9):
+        contexts = np.cumsum(rng.integers(1, 50, size)).tolist()
+        flat = rng.uniform(1.0, 2.0, size)
+        rising = np.linspace(0.2, 4.0, size) + rng.uniform(0.0, 0.05, size)
+        cases.append((contexts, rising, flat))
+    return [{"contexts": c, "rising": np.asarray(r, dtype=float), "flat": np.asarray(f, dtype=float)}
+            for c, r, f in cases]
+
+
+def _check_decode_crossing(answer):
+    check_function(answer, crossing_context, _crossing_cases(), rtol=1e-9)
+
+
+EXERCISES = [
+    Exercise("ch16.window_reach", "The share of recall queries one sliding window reaches",
+             "code", solution_window_reach, _check_window_reach),
+    Exercise("ch16.numbers_kept", "What a recall stack keeps after n tokens",
+             "code", solution_numbers_kept, _check_numbers_kept),
+    Exercise("ch16.decode_crossing", "Where one measured decode time overtakes another",
+             "code", solution_decode_crossing, _check_decode_crossing),
+]

@@ -1,0 +1,129 @@
+"""Chapter 16's exercises: each accepts its solution, its checker stands on the package's own code
+(lattn_edu.recall, lattn_edu.lm.decode), and it rejects the slips a student is likely to make."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lattn_edu.exercises import CATALOG, ExerciseFailed, ch16
+from lattn_edu.lm import crossing_context
+from lattn_edu.recall import window_reach
+
+IDS = ("ch16.window_reach", "ch16.numbers_kept", "ch16.decode_crossing")
+
+
+def check(exercise_id, answer):
+    CATALOG[exercise_id].check(answer)
+
+
+def test_chapter_16_has_its_exercises():
+    assert set(IDS) == {i for i in CATALOG if i.startswith("ch16.")}
+    assert all(CATALOG[i].kind == "code" for i in IDS)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_accepts_its_solution(exercise_id):
+    check(exercise_id, CATALOG[exercise_id].solution)
+
+
+# --- ch16.window_reach
+
+def test_reach_of_the_study_s_windows_by_hand():
+    # P = 32: a window of 64 sees the pair when i <= 2j, 768 of the 1024 (i, j)
+    assert window_reach(32, 64) == ch16.solution_window_reach(32, 64) == 768 / 1024
+    assert window_reach(32, 128) == 1.0  # 2P + i − 1 <= 94 < 128
+    # P = 1: the query (position 2) is one token after its value (position 1)
+    assert window_reach(1, 1) == 0.0  # a window of one token holds the query alone
+    assert window_reach(1, 2) == 1.0
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda num_pairs, window: ch16.solution_window_reach(num_pairs, window + 1),  # <= instead of <
+    lambda num_pairs, window: min(1.0, window / (3 * num_pairs)),  # share of the sequence
+    lambda num_pairs, window: ch16.solution_window_reach(num_pairs, window - 1),  # the value's key
+], ids=["distance <= W", "share of the sequence", "key, not value"])
+def test_reach_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch16.window_reach", wrong)
+
+
+# --- ch16.numbers_kept
+
+def test_numbers_kept_after_96_tokens_are_the_study_s():
+    # the recall study places each stack at these (d_model 64, four heads of 16, 96 tokens)
+    kept = {layers: ch16.package_numbers_kept(layers, 64, 4, 32, 96)
+            for layers in (("softmax",) * 4, ("gated_deltanet",) * 3 + ("softmax",), ("mamba2",) * 4)}
+    assert kept[("softmax",) * 4] == 4 * 96 * 4 * 2 * 16 == 49_152
+    assert kept[("gated_deltanet",) * 3 + ("softmax",)] == 3 * 4 * 16 * 16 + 96 * 4 * 2 * 16 == 15_360
+    assert kept[("mamba2",) * 4] == 4 * 4 * 16 * 16 == 4096
+
+
+def test_kept_cases_cover_every_kind_a_short_sequence_and_a_window_wider_than_it():
+    cases = ch16._kept_cases()
+    assert {layer for case in cases for layer in case["layers"]} == set(ch16.NUMBERS_KEPT_KINDS)
+    assert any(case["n"] < case["window"] and "sliding_window" in case["layers"] for case in cases)
+    assert any(case["n"] > case["window"] and "sliding_window" in case["layers"] for case in cases)
+    assert any(case["d_model"] % 2 for case in cases)
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda **c: ch16.solution_numbers_kept(**{**c, "window": 10**9}),  # the window caches everything
+    lambda **c: ch16.solution_numbers_kept(**c) - sum(  # keys only
+        min(c["n"], c["window"] if layer == "sliding_window" else c["n"]) * c["d_model"]
+        for layer in c["layers"] if layer in ("softmax", "sliding_window")),
+    lambda **c: ch16.solution_numbers_kept(**{**c, "num_heads": 1}),  # one state of d_model²
+], ids=["window ignored", "keys only", "one big state"])
+def test_numbers_kept_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch16.numbers_kept", wrong)
+
+
+# --- ch16.decode_crossing
+
+def test_crossing_by_hand():
+    # gap −1 at 10, +1 at 30: zero half way
+    assert crossing_context([10, 30], [1.0, 3.0], [2.0, 2.0]) == 20.0
+    # equal at the timed 20, above from there: the crossing is the tie
+    assert crossing_context([10, 20, 30], [1.0, 2.0, 3.0], [2.0, 2.0, 2.0]) == 20.0
+    # a dip after an early excursion above is not a crossing into "above"
+    assert crossing_context([1, 2, 3, 4], [0.0, 1.0, 3.0, 5.0], [2.0, 2.0, 2.0, 2.0]) == 2.5
+
+
+def test_crossing_outside_the_range_and_bad_input_are_clear_errors():
+    with pytest.raises(ValueError, match="not in the measured range"):
+        crossing_context([1, 2, 3], [5.0, 6.0, 7.0], [1.0, 1.0, 1.0])  # above from the start
+    with pytest.raises(ValueError, match="not in the measured range"):
+        crossing_context([1, 2, 3], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0])  # never above
+    with pytest.raises(ValueError, match="strictly increasing"):
+        crossing_context([1, 1, 3], [0.0, 1.0, 3.0], [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="one entry per context"):
+        crossing_context([1, 2, 3], [0.0, 3.0], [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="rising must be"):
+        crossing_context([1, 2], [0.0, np.nan], [2.0, 2.0])
+
+
+def test_crossing_cases_each_cross_once_inside_their_range_and_one_is_the_record():
+    cases = ch16._crossing_cases()
+    for case in cases:
+        n = case["contexts"]
+        assert n[0] < crossing_context(**case) <= n[-1]
+    assert cases[0]["contexts"] == [256, 1024, 4096, 16384]
+
+
+def _geometric(crossing, contexts):
+    """The same share of the interval, taken on a log scale of the context."""
+    i = int(np.searchsorted(contexts, crossing)) - 1
+    lo, hi = contexts[max(i, 0)], contexts[max(i, 0) + 1]
+    return lo * (hi / lo) ** ((crossing - lo) / (hi - lo))
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda contexts, rising, flat: float(contexts[int(np.argmax(rising > flat))]),  # first timed above
+    lambda contexts, rising, flat: float(contexts[int(np.argmax(rising > flat)) - 1]),  # last below
+    lambda contexts, rising, flat: crossing_context(contexts, rising, np.full(len(flat), np.mean(flat))),
+    lambda contexts, rising, flat: _geometric(crossing_context(contexts, rising, flat), contexts),
+], ids=["first context above", "last context below", "flat taken as its mean", "geometric interpolation"])
+def test_crossing_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch16.decode_crossing", wrong)
