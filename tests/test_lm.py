@@ -325,7 +325,7 @@ def test_the_presets_train_every_model_alike_and_full_has_three_seeds():
 def fake_run(model, rate, seed, final_bits, train_seconds=10.0):
     return {"model": model, "learning_rate": rate, "seed": seed, "layers": [model], "final_bits": final_bits,
             "copy": {"first_bits": 8.0, "second_bits": 2.0 + seed}, "parameters": 1000,
-            "cache_floats": {"per_token": 4.0}, "decode_ms": 1.0 + seed, "steps": 100,
+            "cache_floats": {"per_token": 4.0, "total": 400}, "decode_ms": 1.0 + seed, "steps": 100,
             "validation": [{}] * 3, "train_seconds": train_seconds, "eval_seconds": 3.0,
             "wall_seconds": train_seconds + 4.0}
 
@@ -337,6 +337,7 @@ def test_the_summary_takes_each_model_at_its_best_rate_over_seeds():
     assert [(r["model"], r["learning_rate"], r["seeds"]) for r in rows] == [("a", 1e-3, 2), ("b", 3e-3, 1)]
     assert rows[0]["bits"] == pytest.approx(2.1) and (rows[0]["min"], rows[0]["max"]) == (2.0, 2.2)
     assert rows[0]["copy_second"] == 2.5 and rows[0]["decode_ms"] == 1.5
+    assert rows[0]["floats"] == 400 and rows[0]["floats_per_token"] == 4.0  # per sequence, per token
     assert "| a | 0.001 | 2 | 2.100 [2.000, 2.200] | 8.00 → 2.50 | 1,000 | 4 | 1.50 | 10 |" in \
         lm.format_summary(rows)
 

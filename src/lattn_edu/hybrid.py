@@ -304,20 +304,22 @@ def break_even_context(hybrid: LayerStack, full: LayerStack, measure: str = "flo
                        dtype: str = "bfloat16") -> float:
     """The context N* beyond which ``hybrid`` decodes a token more cheaply than ``full``.
 
-    Each cost is a + b · min(N, W) (:func:`decode_flops` for measure 'flops', :func:`decode_bytes`
-    for 'bytes'): the recurrent layers cost a fixed a, the softmax layers b per cached token.
-    Without windows N* = (a_hybrid − a_full) / (b_full − b_hybrid), where cost_hybrid(N*) =
-    cost_full(N*). Returns the last N >= 0 at which the hybrid is not cheaper, as a real number
+    Each cost is fixed + per_token · min(N, W) (:func:`decode_flops` for measure 'flops',
+    :func:`decode_bytes` for 'bytes'): the recurrent layers cost a fixed amount, the softmax
+    layers an amount per cached token. Without windows N* = (fixed_hybrid − fixed_full) /
+    (per_token_full − per_token_hybrid), where cost_hybrid(N*) = cost_full(N*). Returns the last N >= 0 at which the hybrid is not cheaper, as a real number
     (0.0 when it is cheaper at every context, inf when it never stays cheaper).
     """
     costs = [_affine(_check_stack(stack, name), measure, dtype)
              for stack, name in ((hybrid, "hybrid"), (full, "full"))]
 
     def difference(context: float) -> float:  # cost_hybrid − cost_full, continuous and piecewise affine
-        return sum(sign * (a + b * min(context, w)) for sign, (a, b, w) in zip((1, -1), costs))
+        return sum(sign * (fixed + per_token * min(context, w))
+                   for sign, (fixed, per_token, w) in zip((1, -1), costs))
 
     corners = sorted({0.0, *(w for _, _, w in costs if w < math.inf)})
-    final_slope = sum(sign * (b if w == math.inf else 0) for sign, (_, b, w) in zip((1, -1), costs))
+    final_slope = sum(sign * (per_token if w == math.inf else 0)
+                      for sign, (_, per_token, w) in zip((1, -1), costs))
     values = [difference(corner) for corner in corners]
     if final_slope > 0 or (final_slope == 0 and values[-1] >= 0):
         return math.inf  # the hybrid costs as much or more at every long context

@@ -265,8 +265,8 @@ def summarise(record: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model, at its best learning rate (the lowest mean final validation bits over seeds;
     the corpus has no third part, so the rate is chosen on the windows it is reported on, as
     the recall and tracking labs choose theirs): the mean [min, max] bits, the copy probe's
-    mean bits on each copy, and the model's size, memory, decode time and training seconds
-    (means over seeds). Rows in the runs' order."""
+    mean bits on each copy, and the model's size, memory (``floats`` per sequence after the
+    full context, and per token of it), decode time and training seconds (means over seeds). Rows in the runs' order."""
     groups: dict[str, dict[float, list[dict[str, Any]]]] = {}
     for r in record["runs"]:
         groups.setdefault(r["model"], {}).setdefault(r["learning_rate"], []).append(r)
@@ -280,6 +280,7 @@ def summarise(record: dict[str, Any]) -> list[dict[str, Any]]:
                      "copy_first": float(np.mean([r["copy"]["first_bits"] for r in runs])),
                      "copy_second": float(np.mean([r["copy"]["second_bits"] for r in runs])),
                      "parameters": runs[0]["parameters"],
+                     "floats": runs[0]["cache_floats"]["total"],  # per sequence, full context
                      "floats_per_token": runs[0]["cache_floats"]["per_token"],
                      "decode_ms": float(np.mean([r["decode_ms"] for r in runs])),
                      "train_seconds": float(np.mean([r["train_seconds"] for r in runs]))})
