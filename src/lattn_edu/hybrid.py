@@ -307,8 +307,9 @@ def break_even_context(hybrid: LayerStack, full: LayerStack, measure: str = "flo
     Each cost is fixed + per_token · min(N, W) (:func:`decode_flops` for measure 'flops',
     :func:`decode_bytes` for 'bytes'): the recurrent layers cost a fixed amount, the softmax
     layers an amount per cached token. Without windows N* = (fixed_hybrid − fixed_full) /
-    (per_token_full − per_token_hybrid), where cost_hybrid(N*) = cost_full(N*). Returns the last N >= 0 at which the hybrid is not cheaper, as a real number
-    (0.0 when it is cheaper at every context, inf when it never stays cheaper).
+    (per_token_full − per_token_hybrid), where cost_hybrid(N*) = cost_full(N*). Returns the
+    last N >= 0 at which the hybrid is not cheaper, as a real number (0.0 when it is cheaper
+    at every context, inf when it never stays cheaper).
     """
     costs = [_affine(_check_stack(stack, name), measure, dtype)
              for stack, name in ((hybrid, "hybrid"), (full, "full"))]

@@ -266,7 +266,8 @@ def summarise(record: dict[str, Any]) -> list[dict[str, Any]]:
     the corpus has no third part, so the rate is chosen on the windows it is reported on, as
     the recall and tracking labs choose theirs): the mean [min, max] bits, the copy probe's
     mean bits on each copy, and the model's size, memory (``floats`` per sequence after the
-    full context, and per token of it), decode time and training seconds (means over seeds). Rows in the runs' order."""
+    full context, and per token of it), decode time and training seconds (means over seeds).
+    Rows in the runs' order."""
     groups: dict[str, dict[float, list[dict[str, Any]]]] = {}
     for r in record["runs"]:
         groups.setdefault(r["model"], {}).setdefault(r["learning_rate"], []).append(r)
