@@ -112,3 +112,5 @@ def test_provenance_names_the_machine_and_the_date():
     assert records.provenance(record) == "recorded on Some CPU, 3 cores, 2031-01-02"
     recall_like = {"config": {"machine": "3 CPU cores, x86_64"}}
     assert records.provenance(recall_like) == "recorded on 3 CPU cores, x86_64, date not recorded"
+    trained = {"config": {"machine": "3 CPU cores", "torch": "9.1.0", "recorded": "2031-01-02"}}
+    assert records.provenance(trained) == "recorded on 3 CPU cores, torch 9.1.0, 2031-01-02"

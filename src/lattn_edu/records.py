@@ -82,13 +82,16 @@ def provenance(record: dict[str, Any]) -> str:
     """'recorded on <machine>, <date>' for a benchmark or recall record.
 
     Benchmark records keep the machine and date at the top level (``machine``,
-    ``recorded``); recall records keep a one-line machine in ``config``. A part the
-    record does not hold is said to be unrecorded rather than guessed.
+    ``recorded``); recall and language-model records keep a one-line machine in ``config``,
+    and torch's version beside it when torch trained them. A part the record does not hold
+    is said to be unrecorded rather than guessed.
     """
     config = record.get("config", {})
     machine = record.get("machine", config.get("machine"))
     if isinstance(machine, dict):
         machine = f"{machine.get('cpu', 'a CPU')}, {machine.get('cores', '?')} cores"
+    elif machine and "torch" in config:
+        machine = f"{machine}, torch {config['torch']}"
     date = record.get("recorded", config.get("recorded"))
     return (f"recorded on {machine or 'an unrecorded machine'}, "
             f"{date[:10] if date else 'date not recorded'}")
