@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lattn_edu.book import difference_text
+from lattn_edu.book import difference_text, signed_text
 from lattn_edu.compare import relative_error
 
 
@@ -45,3 +45,10 @@ def test_relative_error_refuses_other_shapes_a_zero_reference_and_non_numbers():
 @pytest.mark.parametrize("value, text", [(0.0, "0"), (3.14159e-16, "3.1e-16"), (0.0271, "2.7e-02")])
 def test_difference_text_says_zero_only_for_an_exact_zero(value, text):
     assert difference_text(value) == text
+
+
+@pytest.mark.parametrize("value, places, text", [(0.0123, 3, "+0.012"), (-0.0111, 3, "−0.011"),
+                                                 (-0.0004, 3, "0.000"), (0.0004, 3, "0.000"),
+                                                 (-0.0004, 4, "−0.0004"), (2.5, 1, "+2.5")])
+def test_signed_text_shows_the_sign_with_a_true_minus_and_no_negative_zero(value, places, text):
+    assert signed_text(value, places) == text

@@ -36,6 +36,15 @@ def difference_text(x: float) -> str:
     return "0" if x == 0 else f"{x:.1e}"
 
 
+def signed_text(x: float, places: int = 3) -> str:
+    """x with its sign for a table: '+0.012', '−0.011' (a true minus sign), and '0.000' for
+    anything that rounds to zero, never '-0.000'."""
+    text = f"{x:+.{places}f}"
+    if float(text) == 0:
+        return text[1:]
+    return text.replace("-", "−")
+
+
 def torch_device() -> str:
     """'cuda' when torch sees a GPU, else 'cpu'; prints the choice so the reader knows."""
     import torch
