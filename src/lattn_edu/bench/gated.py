@@ -76,8 +76,10 @@ def make_inputs(n: int, d: int, bh: int, seed: int = 0) -> dict[str, np.ndarray]
             "beta2": rng.uniform(0.0, 1.0, (bh, n, 2)).astype(np.float32)}
 
 
-def calls(variant: str, x: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]:
-    """(ours, peer, compiled peer) for a variant on inputs x (numpy arrays; the peers get torch views of them)."""
+def calls(variant: str, x: dict[str, Any], chunk: int = CHUNK
+          ) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]:
+    """(ours, peer, compiled peer) for a variant on inputs x (numpy arrays; the peers get torch
+    views of them), all in chunks of ``chunk``."""
     import torch
 
     from . import peers
@@ -85,24 +87,24 @@ def calls(variant: str, x: dict[str, Any]) -> tuple[Callable[[], Any], Callable[
     t = {name: torch.from_numpy(a) for name, a in x.items()}
     if variant == "delta rule":
         ours = lambda: la.delta_rule(x["q"], x["unit_k"], x["v"], x["beta"], x["g_scalar"],  # noqa: E731
-                                     backend="numba", chunk_size=CHUNK)
+                                     backend="numba", chunk_size=chunk)
         peer, args = peers.torch_chunkwise_delta_rule, (t["q"], t["unit_k"], t["v"], t["beta"], t["g_scalar"])
     elif variant == "kimi delta attention":
         ours = lambda: la.delta_rule(x["q"], x["unit_k"], x["v"], x["beta"], x["g_vector"],  # noqa: E731
-                                     backend="numba", chunk_size=CHUNK)
+                                     backend="numba", chunk_size=chunk)
         peer, args = peers.torch_chunkwise_kda, (t["q"], t["unit_k"], t["v"], t["beta"], t["g_vector"])
     elif variant == "delta product":
         ours = lambda: la.delta_product(x["q"], x["unit_k2"], x["v2"], x["beta2"], x["g_scalar"],  # noqa: E731
-                                        backend="numba", chunk_size=CHUNK)
+                                        backend="numba", chunk_size=chunk)
         peer, args = peers.torch_chunkwise_delta_product, (t["q"], t["unit_k2"], t["v2"], t["beta2"], t["g_scalar"])
     else:
         gate = "g_scalar" if variant == "gated, scalar decay" else "g_vector"
         ours = lambda: la.gated_linear_attention(x["q"], x["k"], x["v"], x[gate], backend="numba",  # noqa: E731
-                                                 chunk_size=CHUNK)
+                                                 chunk_size=chunk)
         peer = peers.torch_chunkwise_simple_gla if gate == "g_scalar" else peers.torch_chunkwise_gla
         args = (t["q"], t["k"], t["v"], t[gate])
-    return (ours, lambda: peer(*args, chunk_size=CHUNK),
-            lambda: peer(*args, chunk_size=CHUNK, compiled=True))
+    return (ours, lambda: peer(*args, chunk_size=chunk),
+            lambda: peer(*args, chunk_size=chunk, compiled=True))
 
 
 def credited_flops(variant: str, n: int, d: int, bh: int) -> float:

@@ -1,0 +1,149 @@
+"""Which chunk size does each implementation want? Ours and the compiled peer at chunks of 32 and 64.
+
+Run: python benchmarks/chunk_sweep.py   (records benchmarks/results/chunk_sweep.json;
+``--quick`` runs a tiny smoke version with the eager peer)
+
+``lattn-edu bench`` runs every chunkwise method in chunks of 64 tokens (``bench.CHUNK``). A
+user who wants speed picks the chunk that is fastest for the implementation they run, so
+before the bench compares implementations it should know which chunk each one wants. This
+script times, for every family ``lattn-edu bench`` times (causal elu+1 linear attention and the
+five gated families), on the bench's inputs (float32, 8 sequences, d = d_v) and through the
+same calls:
+
+- ours: the public function on the numba backend, ``chunk_size`` 32 and 64;
+- the compiled peer: the same torch chunkwise peer ``lattn-edu bench`` compiles, chunks of
+  32 and 64 (DeltaProduct's peer counts chunks in steps, two per token, as
+  flash-linear-attention's chunk reference runs it; ours counts tokens).
+
+All four calls of a family run in the same rounds, in turn, so they share whatever the
+machine does meanwhile; each figure is a median over the rounds. Every call is first checked
+against the float64 numpy reference at N = 200, which also compiles it. The record keeps
+each call's median and 95th percentile, the ratio of its chunk-64 time to its chunk-32 time
+(above 1: chunk 32 is faster) and, per family and shape, our best time against the compiled
+peer's best.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+# As lattn-edu bench does: idle OpenBLAS and OpenMP threads sleep rather than spin (read
+# when the libraries load, so before the imports below).
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import lattn_edu as la  # noqa: E402
+from lattn_edu import bench, records  # noqa: E402
+from lattn_edu.bench import gated, peers  # noqa: E402
+from lattn_edu.bench.harness import OtherLoad, time_interleaved, time_once  # noqa: E402
+from lattn_edu.bench.methods import TOLERANCE  # noqa: E402
+from lattn_edu.compare import relative_error  # noqa: E402
+from lattn_edu.machine import machine_info  # noqa: E402
+
+FAMILIES = ("linear",) + gated.VARIANTS
+CHUNKS = (32, 64)
+SHAPES = [(64, 1024), (64, 4096), (64, 16384), (128, 1024), (128, 4096), (128, 16384)]  # (d, N)
+QUICK_SHAPES = [(16, 96)]
+ROUNDS = 7
+OUT = Path(__file__).resolve().parent / "results" / "chunk_sweep.json"
+
+
+def family_calls(family: str, x: dict, chunk: int, compiled: bool) -> dict:
+    """{"ours": call, "peer": call} for one family in chunks of ``chunk``; x holds the gated
+    family's inputs (the linear family uses its q, k, v)."""
+    if family != "linear":
+        ours, eager, compiled_peer = gated.calls(family, x, chunk)
+        return {"ours": ours, "peer": compiled_peer if compiled else eager}
+    tq, tk, tv = (torch.from_numpy(x[name]) for name in ("q", "k", "v"))
+    return {"ours": lambda: la.linear_attention(x["q"], x["k"], x["v"], causal=True, form="chunkwise",
+                                                backend="numba", chunk_size=chunk, eps=bench.EPS),
+            "peer": lambda: peers.torch_chunkwise_linear_attention(tq, tk, tv, chunk_size=chunk, eps=bench.EPS,
+                                                                   compiled=compiled)}
+
+
+def reference(family: str, x: dict) -> np.ndarray:
+    """The family's float64 numpy output on x."""
+    if family != "linear":
+        return gated.reference(family, x)
+    q, k, v = (x[name].astype(np.float64) for name in ("q", "k", "v"))
+    return la.linear_attention(q, k, v, causal=True, form="quadratic", eps=bench.EPS)
+
+
+def labelled(family: str, x: dict, compiled: bool) -> dict:
+    """Every timed call of a family, named "<implementation> c<chunk>"."""
+    return {f"{who} c{chunk}": call for chunk in CHUNKS
+            for who, call in family_calls(family, x, chunk, compiled).items()}
+
+
+def check(family: str, d: int, compiled: bool) -> dict[str, float]:
+    """Each call's relative error against the float64 reference at N = 200 (not a multiple of
+    any chunk); raises if one is off."""
+    x = gated.make_inputs(200, d, 4, seed=7)
+    want = reference(family, x)
+    with torch.inference_mode():
+        errors = {name: relative_error(np.asarray(call()).reshape(want.shape), want)
+                  for name, call in labelled(family, x, compiled).items()}
+    wrong = {name: e for name, e in errors.items() if not e <= TOLERANCE}
+    if wrong:
+        raise RuntimeError(f"{family}, d={d}: off the float64 reference: {wrong}")
+    return errors
+
+
+def measure(family: str, d: int, n: int, rounds: int, compiled: bool) -> dict:
+    """One family at one shape: every call in the same rounds."""
+    x = gated.make_inputs(n, d, bench.BATCH_HEADS)
+    torch.compiler.reset()  # a fresh compile per shape, as lattn-edu bench does
+    calls = labelled(family, x, compiled)
+    others = OtherLoad()
+    with torch.inference_mode():
+        for call in calls.values():
+            call()  # compiles what is compiled
+        estimates = {name: time_once(call) for name, call in calls.items()}
+        others.cores()
+        samples = time_interleaved(calls, estimates, replace(bench.QUICK, min_rounds=rounds, max_rounds=rounds))
+    median = {name: float(np.median(s)) for name, s in samples.items()}
+    best = {who: min(CHUNKS, key=lambda c, w=who: median[f"{w} c{c}"]) for who in ("ours", "peer")}
+    return {"family": family, "d": d, "n": n, "median_s": median,
+            "p95_s": {name: float(np.percentile(s, 95)) for name, s in samples.items()},
+            "c64_over_c32": {who: median[f"{who} c64"] / median[f"{who} c32"] for who in ("ours", "peer")},
+            "best_chunk": best,
+            "peer_best_over_ours_best": median[f"peer c{best['peer']}"] / median[f"ours c{best['ours']}"],
+            "load_average": float(os.getloadavg()[0]), "other_processes_cores": others.cores()}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="where to write the record")
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny smoke run: d = 16, N = 96, two rounds, the eager peer")
+    args = parser.parse_args(argv)
+    compiled = not args.quick and peers.compiler_problem() is None
+    shapes, rounds = (QUICK_SHAPES, 2) if args.quick else (SHAPES, ROUNDS)
+    errors = {f"{family}, d={d}": check(family, d, compiled) for family in FAMILIES
+              for d in sorted({d for d, _ in shapes})}
+    rows = []
+    for d, n in shapes:
+        for family in FAMILIES:
+            row = measure(family, d, n, rounds, compiled)
+            rows.append(row)
+            ratio = row["c64_over_c32"]
+            print(f"{family:>20} d={d:3} N={n:6}: ours c64/c32 {ratio['ours']:.2f}, peer c64/c32 "
+                  f"{ratio['peer']:.2f}; best chunks {row['best_chunk']}, peer best / ours best "
+                  f"{row['peer_best_over_ours_best']:.2f}", flush=True)
+    record = {"description": __doc__, "machine": machine_info(), "recorded": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "quick": args.quick, "peer": "compiled (inductor)" if compiled else "eager",
+              "rounds": rounds, "chunks": list(CHUNKS), "batch_heads": bench.BATCH_HEADS, "dtype": "float32",
+              "checked_relative_errors": errors, "rows": rows}
+    print(f"written: {records.save_record(record, args.out)}")
+    return record
+
+
+if __name__ == "__main__":
+    main()
