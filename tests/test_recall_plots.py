@@ -190,6 +190,30 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     plt.close(fig)
 
 
+def test_chosen_losses_draw_each_chosen_run_once_per_seed_and_refuse_a_missing_one():
+    import matplotlib.pyplot as plt
+
+    study = recall.StudyConfig(base=replace(recall.TINY, num_layers=2), pair_counts=(3,), seeds=(0, 1, 2),
+                               models=("linear+softmax", "sliding_window"), learning_rates=(1e-3,),
+                               sweep_models=(), windows=(2, 4), curve_every=3)
+    rng = np.random.default_rng(11)
+    runs = [{**run, "id": study_module.run_id(run), "accuracy": 0.5, "final_loss": 1.0, "state_size": None,
+             "loss_curve": [round(float(x), 4) for x in rng.uniform(0.01, 5, 5)]}
+            for run in recall.planned_runs(study)]
+    record = study_module.study_record(study, "fake", runs, len(runs), 1.0, workers=1)
+    fig = plots.plot_chosen_losses(record, {"a": [("linear+softmax", None)], "b": [("sliding_window", 4)]})
+    for ax, (model, window) in zip(fig.axes, [("linear+softmax", None), ("sliding_window", 4)]):
+        curves = [line for line in ax.get_lines() if line.get_linestyle() != "--"]
+        expected = sorted(tuple(r["loss_curve"]) for r in runs if r["model"] == model and r.get("window") == window)
+        assert sorted(tuple(line.get_ydata()) for line in curves) == expected and len(expected) == 3
+        np.testing.assert_array_equal(curves[0].get_xdata(), 3 * np.arange(1, 6))
+        levels = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--")
+        assert levels == pytest.approx([np.log(recall.TINY.num_values) / 2, np.log(recall.TINY.num_values)])
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no run of 'sliding_window' with window 3"):
+        plots.plot_chosen_losses(record, {"a": [("sliding_window", 3)]})
+
+
 def test_the_shipped_hybrid_study_is_the_hybrid_preset_finished():
     """What chapter 15 reads: every run of HYBRID_STUDY, with the memory each model keeps."""
     record = load_record("recall_study_hybrid.json")

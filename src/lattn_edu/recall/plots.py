@@ -73,6 +73,38 @@ def plot_loss_curves(record: dict[str, Any]) -> Any:
                                  for p in config["pair_counts"]})
 
 
+def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]]) -> Any:
+    """The training loss of chosen runs against step: one panel per title, each holding the
+    (model, window) pairs listed (window None for every model but the sliding window), one
+    colour per pair and a thin line per seed, with the guessing loss and half of it dashed."""
+    import matplotlib.pyplot as plt
+
+    every = record["config"]["curve_every"]
+    guess = guessing_loss(record)
+    colours = [PALETTE[name] for name in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 0.4, 3.8), sharey=True,
+                             squeeze=False, layout="constrained")
+    for ax, (title, chosen) in zip(axes[0], panels.items()):
+        if len(chosen) > len(colours):
+            raise ValueError(f"panel {title!r} lists {len(chosen)} runs; at most {len(colours)} fit")
+        for colour, (model, window) in zip(colours, chosen):
+            runs = [r for r in record["runs"] if r["model"] == model and r.get("window") == window]
+            if not runs:
+                raise ValueError(f"the record has no run of {model!r} with window {window!r}")
+            for i, run in enumerate(sorted(runs, key=lambda r: r["seed"])):
+                steps = every * (np.arange(len(run["loss_curve"])) + 1)
+                label = (model + (f" (W = {window})" if window else "")) if i == 0 else None
+                ax.plot(steps, run["loss_curve"], color=colour, lw=1, label=label)
+        for level, name in ((guess, "guessing loss"), (guess / 2, "half of it")):
+            ax.axhline(level, color="gray", lw=0.8, ls="--")
+            ax.annotate(name, (0, level), xytext=(2, 2), textcoords="offset points",
+                        xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
+        ax.set(xlabel="training step", title=title)
+        ax.legend(fontsize=7, loc="lower left")
+    axes[0][0].set_ylabel(f"loss (nats), {every}-step mean")
+    return fig
+
+
 def plot_sweep_losses(record: dict[str, Any]) -> Any:
     """The state-size sweep's training loss against step, one panel per width."""
     runs = sweep_runs(record)
