@@ -261,17 +261,18 @@ def python_311() -> str:
     return found
 
 
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lattn-edu"
+
+
 def colab_venv() -> Path:
     """Colab's stack in a virtual environment, built once per pinned list and kept."""
     pins = (PYTHON, PIP, TORCH) + STACK
     key = hashlib.sha256("\n".join(pins).encode()).hexdigest()[:12]
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lattn-edu"
-    venv = cache / f"colab-venv-{key}"
+    venv = CACHE / f"colab-venv-{key}"
     ready = venv / "pinned.txt"
     if ready.is_file():
         return venv
     shutil.rmtree(venv, ignore_errors=True)  # a build that stopped half-way
-    venv.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([python_311(), "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
     for step in ([PIP], [TORCH], list(STACK)):
@@ -352,7 +353,15 @@ def snapshot(destination: Path) -> str:
 
 @pytest.fixture(scope="module")
 def colab(tmp_path_factory):
-    """The Colab-like runtime, lattn_edu installed by the first cell, and what that cell did."""
+    """The Colab-like runtime, lattn_edu installed by the first cell, and what that cell did.
+    The runtime is shared by every test session on this machine and each one reinstalls
+    lattn_edu into it, so a session holds a file lock on it while its tests run."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(CACHE / "colab-venv.lock"):
+        yield from _colab_runtime(tmp_path_factory)
+
+
+def _colab_runtime(tmp_path_factory):
     venv = colab_venv()
     python = str(venv / "bin" / "python")
     subprocess.run([python, "-m", "pip", "uninstall", "-y", "-q", "lattn_edu"], check=True)
