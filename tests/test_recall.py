@@ -272,3 +272,18 @@ def test_window_reach_is_the_share_of_queries_whose_value_lies_in_the_window():
     for bad in (0, 2.0, True):
         with pytest.raises(ValueError, match=f"window must be a positive int; got {bad!r}"):
             recall.window_reach(3, bad)
+
+
+def test_the_learning_rate_warms_up_then_follows_the_half_cosine_and_drives_the_optimiser():
+    assert recall.learning_rate_factor(0, 800) == pytest.approx(1 / 80)  # warm-up: a tenth
+    assert recall.learning_rate_factor(39, 800) == pytest.approx(0.5)
+    assert recall.learning_rate_factor(450, 1500) == pytest.approx(0.5 * (1 + np.cos(0.3 * np.pi)))
+    assert recall.learning_rate_factor(800, 800) == pytest.approx(0.0)
+    from lattn_edu.recall.training import make_optimiser
+
+    config = replace(SMALL, steps=17, learning_rate=3e-3)
+    optimiser, schedule = make_optimiser(recall.RecallModel("linear", config), config)
+    for step in range(config.steps):
+        assert optimiser.param_groups[0]["lr"] == pytest.approx(3e-3 * recall.learning_rate_factor(step, 17))
+        optimiser.step()
+        schedule.step()

@@ -64,7 +64,7 @@ from .study import (FULL_STUDY, HYBRID_STUDY, QUICK_STUDY, STUDIES, StudyConfig,
                     plateau_exit, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
 from .task import make_batch, window_reach
-from .training import accuracy, sweep, train_one
+from .training import accuracy, learning_rate_factor, sweep, train_one
 
 __all__ = [
     "BasedMixer",
@@ -110,6 +110,7 @@ __all__ = [
     "guessing_loss",
     "late_drop",
     "layer_pattern",
+    "learning_rate_factor",
     "make_batch",
     "make_mixer",
     "mixer_class",

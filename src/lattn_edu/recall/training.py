@@ -35,13 +35,20 @@ def accuracy(model: RecallModel, tokens: torch.Tensor, targets: torch.Tensor,
     return correct / total
 
 
+def learning_rate_factor(step: int, steps: int) -> float:
+    """The learning rate at ``step`` of ``steps``, as a share of the peak: a linear warm-up over
+    the first tenth of the steps until it meets a half cosine that falls from 1 at step 0 to 0
+    at the last step."""
+    warmup = max(1, steps // 10)
+    return min((step + 1) / warmup, 0.5 * (1 + math.cos(math.pi * step / steps)))
+
+
 def make_optimiser(model: RecallModel, config: RecallConfig) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW with a linear warm-up over the first tenth of the steps, then cosine decay."""
+    """AdamW, its learning rate scheduled by :func:`learning_rate_factor`."""
     optimiser = torch.optim.AdamW(model.parameters(), lr=config.learning_rate,
                                   weight_decay=config.weight_decay)
-    warmup = max(1, config.steps // 10)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(
-        (s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * s / config.steps))))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser,
+                                                 lambda s: learning_rate_factor(s, config.steps))
     return optimiser, schedule
 
 
