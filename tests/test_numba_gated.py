@@ -1,5 +1,6 @@
 """Pieces of the numba gated kernels that the public functions do not show: the triangular solve
-wrapper, where a chunk is cut under strong vector decay, and the backend protocol."""
+wrapper, where a chunk is cut under strong vector decay, the backend protocol, and the
+chunkwise form's own finiteness checks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pytest
 
 pytest.importorskip("numba")
 
+import lattn_edu as la  # noqa: E402
 from lattn_edu.backends import numba_backend, numba_blas, numba_decay, numba_gated, numpy_backend  # noqa: E402
+from lattn_edu.recurrence import checks_finite  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
 
@@ -41,3 +44,33 @@ def test_backend_protocol_matches_numpy():
     x = np.ones((2, 3))
     *arrays, restore = numba_backend.to_backend(x, None, x, x, None)
     assert arrays[0] is x and arrays[1] is None and arrays[4] is None and restore(x) is x
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("gate", ["none", "scalar", "vector"])
+def test_chunkwise_kernel_names_a_nonfinite_input_as_every_backend_does(name, bad, gate, rng):
+    # The numba chunkwise form checks its own inputs (the public function skips its passes);
+    # the error must be the one the other backends' up-front checks raise.
+    inputs = dict(zip("qkv", rng.standard_normal((3, 2, 37, 5))))
+    inputs[name][1, 33, 4] = bad  # the last chunk of the second sequence, the last column
+    g = {"none": None, "scalar": -rng.uniform(0, 1, (2, 37)), "vector": -rng.uniform(0, 1, (2, 37, 5))}[gate]
+    for backend in ("numba", "numpy"):
+        with pytest.raises(ValueError, match=f"^{name} must be finite"):
+            la.gated_linear_attention(inputs["q"], inputs["k"], inputs["v"], g, backend=backend, chunk_size=8)
+
+
+@pytest.mark.parametrize("form", ["chunkwise", "recurrent", "parallel"])
+def test_an_overflow_is_the_same_error_on_every_form(form):
+    q = np.full((2, 19, 3), 1e30, np.float32)  # q·k = 3e60: inf in float32
+    for backend in ("numba", "numpy"):
+        with pytest.raises(ValueError, match="overflowed"):
+            la.gated_linear_attention(q, q, q, form=form, backend=backend, chunk_size=8)
+
+
+def test_only_the_chunkwise_gated_form_checks_its_own_inputs():
+    assert numba_backend.CHECKS_FINITE == {"gated": ("chunkwise",)}
+    assert checks_finite("gated", "chunkwise", "numba")
+    assert not checks_finite("gated", "recurrent", "numba")
+    assert not checks_finite("delta", "chunkwise", "numba")
+    assert not checks_finite("gated", "chunkwise", "numpy")

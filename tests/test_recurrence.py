@@ -49,3 +49,12 @@ def test_a_nonfinite_tuple_state_is_reported():
     check_finite_result(finite, (finite, finite))
     with pytest.raises(ValueError, match="overflowed"):
         check_finite_result(finite, (finite, np.full((2, 2), np.inf)))
+
+
+def test_an_output_the_kernel_checked_is_not_read_again_but_the_state_is():
+    finite, bad = np.zeros((2, 3)), np.full((2, 3), np.nan)
+    check_finite_result(bad, finite, out_checked=True)  # the kernel reported its own output
+    with pytest.raises(ValueError, match="overflowed"):
+        check_finite_result(bad, finite)
+    with pytest.raises(ValueError, match="overflowed"):
+        check_finite_result(finite, bad, out_checked=True)

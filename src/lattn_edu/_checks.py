@@ -72,6 +72,14 @@ def nonfinite_output_error(feature_map: Any, eps: Any) -> ValueError:
         f"and a positive feature map such as 'elu+1'.")
 
 
+def overflow_error() -> ValueError:
+    """The error for a recurrence whose output or state holds NaN or inf although its inputs
+    are finite and its decays <= 0: only an overflow makes one (raised by
+    :func:`lattn_edu.recurrence.check_finite_result` and by kernels that check their output)."""
+    return ValueError("the recurrence overflowed (the output or the state holds inf or NaN): "
+                      "q, k or v are too large for their dtype; rescale them or use float64")
+
+
 def check_sequence(x: Any, name: str, min_ndim: int = 2, finite: bool = True) -> Any:
     """Validate a float [..., N, d] array, finite unless ``finite=False`` (for a caller that
     checks finiteness itself), and return it."""

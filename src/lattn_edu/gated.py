@@ -31,7 +31,7 @@ from array_api_compat import device
 
 from ._checks import (array_namespace, check_bool, check_choice, check_initial_state, check_log_decay,
                       check_positive_int, check_qkv, check_scale)
-from .recurrence import run_recurrence
+from .recurrence import checks_finite, run_recurrence
 
 GATED_FORMS = ("recurrent", "parallel", "chunkwise")
 
@@ -200,7 +200,7 @@ def gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any = None, *, sca
     form = check_choice(form, "form", GATED_FORMS)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     return_state = check_bool(return_state, "return_state")
-    q, k, v = check_qkv(q, k, v, causal=True)
+    q, k, v = check_qkv(q, k, v, causal=True, finite=not checks_finite("gated", form, backend))
     log_decay = check_log_decay(log_decay, q)
     initial_state = check_initial_state(initial_state, q, v)
     return run_recurrence("gated", (q, k, v, log_decay), check_scale(scale, q.shape[-1]), form, backend,

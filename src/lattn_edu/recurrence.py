@@ -23,7 +23,9 @@ a Fenwick tree.
 
 :func:`run_recurrence` is the one way a public function reaches a backend: each backend
 module lists, in ``FAMILIES``, the forms it has for each family (see
-:mod:`lattn_edu.backends`).
+:mod:`lattn_edu.backends`), and in ``CHECKS_FINITE`` those that find NaN and inf in q, k, v
+and in their output in passes they make anyway (:func:`checks_finite`), so that the public
+function does not read those arrays again only to check them.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_finite
+from ._checks import check_finite, overflow_error
 
 
 def run_recurrence(family: str, inputs: tuple, scale: Any, form: str, backend: str, chunk_size: int,
@@ -54,18 +56,28 @@ def run_recurrence(family: str, inputs: tuple, scale: Any, form: str, backend: s
     start = tuple(arrays[len(inputs):]) if isinstance(initial_state, tuple) else arrays[-1]
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported just below
         out, state = forms[form](*arrays[:len(inputs)], scale, start, chunk_size, **options)
-    check_finite_result(out, state)
+    check_finite_result(out, state, out_checked=checks_finite(family, form, backend))
     if not return_state:
         return restore(out)
     return restore(out), (tuple(map(restore, state)) if isinstance(state, tuple) else restore(state))
 
 
-def check_finite_result(out: Any, state: Any) -> None:
-    """No silent NaN: with finite inputs and decays <= 0 only an overflow can make one."""
+def checks_finite(family: str, form: str, backend: str) -> bool:
+    """Whether ``backend``'s ``form`` of ``family`` raises the errors of :func:`check_finite`
+    for q, k and v, and of :func:`check_finite_result` for its output, itself (from passes it
+    makes anyway); the caller then skips those checks, each a pass over a whole array."""
+    from .backends import get_backend
+
+    return form in getattr(get_backend(backend), "CHECKS_FINITE", {}).get(family, ())
+
+
+def check_finite_result(out: Any, state: Any, out_checked: bool = False) -> None:
+    """No silent NaN: with finite inputs and decays <= 0 only an overflow can make one.
+    ``out_checked``: the kernel checked the output itself; only the state is read."""
     try:
-        check_finite(out, "out")
+        if not out_checked:
+            check_finite(out, "out")
         for part in state if isinstance(state, tuple) else (state,):
             check_finite(part, "final_state")
     except ValueError:
-        raise ValueError("the recurrence overflowed (the output or the state holds inf or NaN): "
-                         "q, k or v are too large for their dtype; rescale them or use float64") from None
+        raise overflow_error() from None

@@ -42,6 +42,10 @@ FAMILIES = {
     "delta_product": {name: _on_substeps(fn) for name, fn in DELTA_FORMS.items()},
 }
 
+# The forms that find NaN and inf in q, k, v and in their output themselves, in passes over
+# each chunk (see :func:`lattn_edu.recurrence.checks_finite`).
+CHECKS_FINITE = {"gated": ("chunkwise",)}
+
 # The feature maps the chunkwise gated form applies itself, chunk by chunk, from raw q and k.
 KERNEL_FEATURE_MAPS = tuple(FEATURE_CODES)
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._checks import nonfinite_error, nonfinite_output_error
+from .._checks import nonfinite_error, nonfinite_output_error, overflow_error
 from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _gemm, _lower_triangle_matmul,
-                         one_blas_thread)
+                         _probe, one_blas_thread)
 from .numba_decay import _decayed_queries, _scalar_decay_weights, _vector_decay_weights
 
 # The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
@@ -141,7 +141,7 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
     three products are sums, tril(W) 1 (row sums), (Q ⊙ exp(b)) z (one dot product per row) and
     (K ⊙ exp(b_last − b))ᵀ 1 (column sums), so BLAS sees the same d_v columns as without it.
     probes [B, 4] receives Σ x·0 over q, k, v and out of each sequence: NaN marks a NaN or inf,
-    from passes the kernel makes anyway.
+    from passes over each chunk the kernel makes anyway, or makes while the chunk is in cache.
     """
     n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
     normalise = state.shape[2] != d_v
@@ -198,6 +198,8 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             _gemm(queries, s, out_c, False, False, 1, blas)  # + every chunk before it
             if normalise:
                 probe[3] += _divide_rows(out_c, row_sums, queries, z, eps)
+            else:
+                probe[3] += _probe(out_c)  # while the chunk's output is still in cache
             keys = k_c  # the keys as they are, or decayed to the chunk's end
             if kind != 0:
                 for r in range(d_k):  # S ← diag(exp(b_last)) S, and z alike
@@ -333,9 +335,12 @@ def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray
     Linear attention's options (see :func:`_chunkwise_kernel`): ``feature_map`` 'elu+1' or
     'relu' takes raw q, k and computes their features chunk by chunk; ``normaliser_eps`` (a
     float) runs the recurrence on [V | 1] and returns the normalised output [..., N, d_v] with
-    the state [S | z] [..., d_k, d_v + 1] (initial_state, if any, in that shape too). With
-    either option the inputs are unchecked: the kernel checks q, k, v and the output for NaN
-    and inf in its own passes and raises the ``ValueError`` that names the culprit.
+    the state [S | z] [..., d_k, d_v + 1] (initial_state, if any, in that shape too).
+
+    The kernel checks q, k, v and the output for NaN and inf itself, in passes over each chunk,
+    and raises the ``ValueError`` that names the culprit (the callers' own checks would read
+    each whole array again; the backend lists this form in ``CHECKS_FINITE``). The final state
+    is the caller's to check.
     """
     normalise = normaliser_eps is not None
     q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state, normalise)
@@ -345,19 +350,20 @@ def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray
     with one_blas_thread():
         _chunkwise_kernel(q, k, v, g, kind, dtype.type(scale), int(chunk_size), dtype.type(_SPAN[dtype]),
                           dtype == np.float32, FEATURE_CODES[feature_map], eps, state, out, probes)
-    if normalise or feature_map != "identity":
-        _raise_for_probes(probes, feature_map, normaliser_eps)
+    _raise_for_probes(probes, feature_map, normaliser_eps)
     return unflatten(out, state)
 
 
 def _raise_for_probes(probes: np.ndarray, feature_map: str, eps: float | None) -> None:
-    """The errors la.linear_attention's own checks would raise, read from the kernel's probes."""
+    """The errors the public functions' own checks would raise, read from the kernel's probes:
+    la.linear_attention's when it computes features or divides, otherwise the recurrence's."""
     found = np.isnan(probes).any(axis=0)  # [q, k, v, out]
     for name, bad in zip(("q", "k", "v"), found[:3]):
         if bad:
             raise nonfinite_error(name)
     if found[3]:
-        raise nonfinite_output_error(feature_map, eps)
+        linear = eps is not None or feature_map != "identity"
+        raise nonfinite_output_error(feature_map, eps) if linear else overflow_error()
 
 
 GATED_FORMS = {
