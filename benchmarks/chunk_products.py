@@ -4,8 +4,8 @@ Run: python benchmarks/chunk_products.py   (records src/lattn_edu/data/chunk_pro
 which chapter 9 reads)
 
 ``lattn-edu bench`` divides our kernel's rate by numpy's sgemm on 2048×2048 matrices. The
-chunkwise form never multiplies matrices that large: per chunk of C = 64 tokens it does
-four products with sides 64 and d. This script times, on the bench's shapes (causal,
+chunkwise form never multiplies matrices that large: per chunk of C tokens (the bench's
+``OUR_CHUNK``, 32) it does four products with sides C and d. This script times, on the bench's shapes (causal,
 float32, 8 sequences, d = d_v), interleaved round by round:
 
 - "products only": a Numba loop over the same sequences and chunks that makes exactly
@@ -76,10 +76,10 @@ def calls(d: int, n: int) -> dict:
     def only() -> None:
         out = np.empty_like(v)  # a new output every call, as the kernel's
         with numba_backend.one_blas_thread():
-            products_only(q, k, v, bench.CHUNK, out)
+            products_only(q, k, v, bench.OUR_CHUNK, out)
 
     return {"products only": only,
-            "kernel": lambda: numba_backend.chunkwise_elu_linear_attention(q, k, v, True, bench.EPS, bench.CHUNK),
+            "kernel": lambda: numba_backend.chunkwise_elu_linear_attention(q, k, v, True, bench.EPS, bench.OUR_CHUNK),
             "la.linear_attention": lambda: la.linear_attention(q, k, v, "elu+1", True, "chunkwise", "numba")}
 
 
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
               f"la.linear_attention {row['gflops']['la.linear_attention']:6.1f} "
               f"({100 * row['of_sgemm']['la.linear_attention']:.0f}%); kernel / products only "
               f"{row['kernel_of_products_only']:.2f}", flush=True)
-    record = {"description": __doc__, "machine": machine, "rounds": ROUNDS, "chunk_size": bench.CHUNK,
+    record = {"description": __doc__, "machine": machine, "rounds": ROUNDS, "chunk_size": bench.OUR_CHUNK,
               "batch_heads": bench.BATCH_HEADS, "load_average_start": load_start,
               "load_average_end": list(np.round(os.getloadavg(), 2)), "results": rows}
     print(f"written: {records.save_record(record, out)}")

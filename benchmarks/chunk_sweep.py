@@ -3,9 +3,10 @@
 Run: python benchmarks/chunk_sweep.py   (records benchmarks/results/chunk_sweep.json;
 ``--quick`` runs a tiny smoke version with the eager peer)
 
-``lattn-edu bench`` runs every chunkwise method in chunks of 64 tokens (``bench.CHUNK``). A
-user who wants speed picks the chunk that is fastest for the implementation they run, so
-before the bench compares implementations it should know which chunk each one wants. This
+A user who wants speed picks the chunk that is fastest for the implementation they run, so
+before ``lattn-edu bench`` compares implementations it should know which chunk each one wants;
+it runs ours in chunks of ``bench.OUR_CHUNK`` tokens and the torch peers in chunks of
+``bench.PEER_CHUNK``, the lengths this record finds fastest for each at most shapes. This
 script times, for every family ``lattn-edu bench`` times (causal elu+1 linear attention and the
 five gated families), on the bench's inputs (float32, 8 sequences, d = d_v) and through the
 same calls:
@@ -59,7 +60,7 @@ def family_calls(family: str, x: dict, chunk: int, compiled: bool) -> dict:
     """{"ours": call, "peer": call} for one family in chunks of ``chunk``; x holds the gated
     family's inputs (the linear family uses its q, k, v)."""
     if family != "linear":
-        ours, eager, compiled_peer = gated.calls(family, x, chunk)
+        ours, eager, compiled_peer = gated.calls(family, x, chunk, chunk)
         return {"ours": ours, "peer": compiled_peer if compiled else eager}
     tq, tk, tv = (torch.from_numpy(x[name]) for name in ("q", "k", "v"))
     return {"ours": lambda: la.linear_attention(x["q"], x["k"], x["v"], causal=True, form="chunkwise",

@@ -39,13 +39,14 @@ from lattn_edu.compare import relative_error
 from lattn_edu import records
 from lattn_edu.backends import torch_backend
 from lattn_edu.bench import peers
-from lattn_edu.bench.methods import BATCH_HEADS, CHUNK, EPS
+from lattn_edu.bench.methods import BATCH_HEADS, EPS
 from lattn_edu.machine import gpu_info, machine_info
 from lattn_edu.timing import crossover_size
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
 DIMS = (64, 128)
+CHUNK = 64  # both chunkwise forms, as flash-linear-attention's GPU kernels default to
 SIZES = tuple(2**p for p in range(10, 17))  # 1,024 ... 65,536
 QUICK_SIZES = (128, 256)
 RECORD = records.repository_data(__file__, "gpu.json")  # where chapter 9 reads it

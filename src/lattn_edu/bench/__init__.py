@@ -24,16 +24,15 @@ from .cli import add_arguments, run
 from .families import FAMILIES, GATED, LINEAR
 from .harness import (OtherLoad, check_correctness, measure_sgemm, run_family, sgemm_call, time_interleaved,
                       time_once)
-from .methods import (BATCH_HEADS, CHUNK, EPS, FULL, KERNEL, OURS, PEER, PEER_COMPILED, QUICK, SOFTMAX_OURS,
-                      SOFTMAX_SDPA,
-                      Family, Settings, linear_flops, softmax_flops, timed_methods)
+from .methods import (BATCH_HEADS, EPS, FULL, KERNEL, OUR_CHUNK, OURS, PEER, PEER_CHUNK, PEER_COMPILED, QUICK,
+                      SOFTMAX_OURS, SOFTMAX_SDPA, Family, Settings, linear_flops, softmax_flops, timed_methods)
 from .plots import PLOTS, plot_decode, plot_ratio, plot_throughput, plot_times
 from .results import CSV_FIELDS, load_results, report, write_csv
 from .summary import crossovers, decode_summary, per_shape_summary, targets
 
 __all__ = [
-    "BATCH_HEADS", "CHUNK", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OURS", "PEER",
-    "PEER_COMPILED",
+    "BATCH_HEADS", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OUR_CHUNK", "OURS",
+    "PEER", "PEER_CHUNK", "PEER_COMPILED",
     "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
     "check_correctness",
     "crossovers", "decode_summary", "linear_flops", "load_results", "measure_sgemm",

@@ -1,7 +1,8 @@
 """The gated family of ``lattn-edu bench --families gated``: chunkwise kernels against torch peers (chapters 9-11).
 
-For d in (64, 128) and N from 1,024 to 16,384 (batch·heads = 8, float32, d_v = d, chunks of
-64) it times five chunkwise forms of ours, each through the public function on the numba
+For d in (64, 128) and N from 1,024 to 16,384 (batch·heads = 8, float32, d_v = d; ours in
+chunks of 32 tokens, the peers in chunks of 64, each the length it is fastest with here) it
+times five chunkwise forms of ours, each through the public function on the numba
 backend, against its peer in :mod:`lattn_edu.bench.peers` (written the way
 flash-linear-attention's naive chunk references are), run eagerly and compiled
 (``torch.compile``, inductor; not in ``--quick``), with numpy's sgemm as the ceiling,
@@ -11,8 +12,9 @@ interleaved round by round on the same inputs:
 - gated linear attention with one log decay per key channel (GLA);
 - the gated delta rule (Gated DeltaNet), unit-norm keys;
 - Kimi Delta Attention (the delta rule with one log decay per key channel), unit-norm keys;
-- Gated DeltaProduct with n_h = 2 keys per token, unit-norm keys (ours: chunks of 64 tokens,
-  128 steps; the peer: chunks of 64 steps, as flash-linear-attention's chunk reference runs it).
+- Gated DeltaProduct with n_h = 2 keys per token, unit-norm keys (ours counts its chunks in
+  tokens, two steps each; the peer counts them in steps, as flash-linear-attention's chunk
+  reference runs it).
 
 Before any timing every method is checked against the float64 numpy reference. Then it times
 decoding: one token through the recurrent form with the state carried, after 1k, 10k and 100k
@@ -36,7 +38,8 @@ from tqdm import tqdm
 import lattn_edu as la
 
 from .harness import advance
-from .methods import BATCH_HEADS, CHUNK, DECODE_SIZES, Family, Method, Settings, Shape, compiled_peer_note
+from .methods import (BATCH_HEADS, DECODE_SIZES, OUR_CHUNK, PEER_CHUNK, Family, Method, Settings, Shape,
+                      compiled_peer_note)
 
 DIMS = (64, 128)
 SIZES = (1024, 2048, 4096, 8192, 16384)
@@ -76,10 +79,10 @@ def make_inputs(n: int, d: int, bh: int, seed: int = 0) -> dict[str, np.ndarray]
             "beta2": rng.uniform(0.0, 1.0, (bh, n, 2)).astype(np.float32)}
 
 
-def calls(variant: str, x: dict[str, Any], chunk: int = CHUNK
+def calls(variant: str, x: dict[str, Any], chunk: int = OUR_CHUNK, peer_chunk: int = PEER_CHUNK
           ) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]:
     """(ours, peer, compiled peer) for a variant on inputs x (numpy arrays; the peers get torch
-    views of them), all in chunks of ``chunk``."""
+    views of them): ours in chunks of ``chunk``, the peers of ``peer_chunk``."""
     import torch
 
     from . import peers
@@ -103,8 +106,8 @@ def calls(variant: str, x: dict[str, Any], chunk: int = CHUNK
                                                  chunk_size=chunk)
         peer = peers.torch_chunkwise_simple_gla if gate == "g_scalar" else peers.torch_chunkwise_gla
         args = (t["q"], t["k"], t["v"], t[gate])
-    return (ours, lambda: peer(*args, chunk_size=chunk),
-            lambda: peer(*args, chunk_size=chunk, compiled=True))
+    return (ours, lambda: peer(*args, chunk_size=peer_chunk),
+            lambda: peer(*args, chunk_size=peer_chunk, compiled=True))
 
 
 def credited_flops(variant: str, n: int, d: int, bh: int) -> float:
@@ -193,9 +196,9 @@ def _variant_step(variant: str, x: dict[str, np.ndarray], n: int, form: str, sta
     scale = x["q"].shape[-1] ** -0.5
     if variant == "delta rule":
         return numba_backend.DELTA_FORMS[form](part["q"], part["unit_k"], part["v"], part["beta"],
-                                               part["g_scalar"], scale, state, CHUNK)
+                                               part["g_scalar"], scale, state, OUR_CHUNK)
     return numba_backend.GATED_FORMS[form](part["q"], part["k"], part["v"], part["g_scalar"], scale, state,
-                                           CHUNK)
+                                           OUR_CHUNK)
 
 
 def gated_decoding(settings: Settings, progress: tqdm, seed: int = 3) -> list[dict]:
@@ -285,6 +288,6 @@ GATED = Family(
     name="gated", record_name="bench_gated.json", description=__doc__.split("\n\n")[1].replace("\n", " "),
     full=FULL, quick=QUICK, methods=gated_methods, make_inputs=make_inputs, reference=reference,
     shape_rows=pair_rows, decode=gated_decoding, summarise=summarise, report=report,
-    notes=lambda backends: {"chunk_size": CHUNK, "dtype": "float32",
+    notes=lambda backends: {"chunk_size": OUR_CHUNK, "peer_chunk_size": PEER_CHUNK, "dtype": "float32",
                             "ours": "numba chunkwise, through the public function",
                             "flops_credited_per_token_in_d_dv": CREDITED_WORK, "compiled_peer": compiled_peer_note()})

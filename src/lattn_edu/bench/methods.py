@@ -30,7 +30,12 @@ SIZES = tuple(2**p for p in range(7, 17))  # 128 ... 65,536
 QUICK_SIZES = (128, 512, 2048, 8192)
 DECODE_SIZES = (1_000, 10_000, 100_000)
 BATCH_HEADS = 8
-CHUNK = 64
+# Each implementation runs in chunks of the length it is fastest with here, as a user tuning it
+# would choose: benchmarks/chunk_sweep.py timed both at 32 and 64 tokens (its record,
+# benchmarks/results/chunk_sweep.json, shows ours fastest at 32 and the compiled torch peer
+# at 64, flash-linear-attention's default, at most shapes).
+OUR_CHUNK = 32
+PEER_CHUNK = 64
 EPS = 1e-6
 FLOAT_BYTES = 4
 TOLERANCE = 1e-4  # float32 against the float64 reference (RMS relative), the suite's tolerance
@@ -144,7 +149,7 @@ def _linear_extra_bytes(backend: str, form: str) -> Callable[[int, int, int], fl
         if form == "parallel" and backend != "numba":  # every prefix state S_i, and a temporary
             return features + 2 * bh * n * d * d * FLOAT_BYTES
         if form == "chunkwise" and backend == "torch":  # per-chunk states and their prefix sums
-            return features + 3 * bh * (n / CHUNK + 1) * d * d * FLOAT_BYTES
+            return features + 3 * bh * (n / OUR_CHUNK + 1) * d * d * FLOAT_BYTES
         return features
     return extra
 
@@ -157,7 +162,7 @@ def _our_forms(backends: tuple[str, ...]) -> list[Method]:
             def build(x: Inputs, backend: str = backend, form: str = form) -> Callable[[], Any]:
                 q, k, v = (x.tq, x.tk, x.tv) if backend == "torch" else (x.q, x.k, x.v)
                 return lambda: la.linear_attention(q, k, v, causal=True, form=form, backend=backend,
-                                                   chunk_size=CHUNK, eps=EPS)
+                                                   chunk_size=OUR_CHUNK, eps=EPS)
             found.append(Method(f"{backend} {form}", "linear", "ours", backend, form, build,
                                 _linear_extra_bytes(backend, form), 2 if form == "quadratic" else 1,
                                 _linear_work))
@@ -174,16 +179,16 @@ def timed_methods(backends: tuple[str, ...]) -> list[Method]:
     if "numba" in backends:
         found.append(Method(
             KERNEL, "linear", "ours", "numba", "chunkwise",
-            lambda x: lambda: numba_backend.chunkwise_elu_linear_attention(x.q, x.k, x.v, True, EPS, CHUNK),
+            lambda x: lambda: numba_backend.chunkwise_elu_linear_attention(x.q, x.k, x.v, True, EPS, OUR_CHUNK),
             _linear_extra_bytes("numba", "chunkwise"), 1, _linear_work))
     found.append(Method(
         PEER, "linear", "peer", "torch", "chunkwise",
-        lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=CHUNK, eps=EPS),
+        lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=PEER_CHUNK, eps=EPS),
         _linear_extra_bytes("torch", "chunkwise"), 1, _linear_work))
     if peers.compiler_problem() is None:
         found.append(Method(
             PEER_COMPILED, "linear", "peer", "torch", "chunkwise, compiled",
-            lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=CHUNK, eps=EPS,
+            lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=PEER_CHUNK, eps=EPS,
                                                                      compiled=True),
             _linear_extra_bytes("torch", "chunkwise"), 1, _linear_work, compiled=True))
     found.append(Method(
