@@ -38,6 +38,7 @@ from tqdm import tqdm
 import lattn_edu as la
 
 from .harness import advance
+from .plots import GATED_PLOTS
 from .methods import (BATCH_HEADS, DECODE_SIZES, OUR_CHUNK, PEER_CHUNK, Family, Method, Settings, Shape,
                       compiled_peer_note)
 
@@ -287,7 +288,7 @@ def report(record: dict) -> str:
 GATED = Family(
     name="gated", record_name="bench_gated.json", description=__doc__.split("\n\n")[1].replace("\n", " "),
     full=FULL, quick=QUICK, methods=gated_methods, make_inputs=make_inputs, reference=reference,
-    shape_rows=pair_rows, decode=gated_decoding, summarise=summarise, report=report,
+    shape_rows=pair_rows, decode=gated_decoding, summarise=summarise, report=report, plots=GATED_PLOTS,
     notes=lambda backends: {"chunk_size": OUR_CHUNK, "peer_chunk_size": PEER_CHUNK, "dtype": "float32",
                             "ours": "numba chunkwise, through the public function",
                             "flops_credited_per_token_in_d_dv": CREDITED_WORK, "compiled_peer": compiled_peer_note()})

@@ -127,6 +127,35 @@ PLOTS = {"bench_throughput.png": plot_throughput, "bench_ratio.png": plot_ratio,
          "bench_times.png": plot_times, "bench_decode.png": plot_decode}
 
 
+def plot_gated_ratios(record: dict) -> Any:
+    """The gated family's record (``bench_gated.json``): each variant's speed-up over its peer
+    against N, one panel per d; solid against the eager peer, dashed against the compiled one,
+    with dotted lines at 1 and 1.5."""
+    import matplotlib.pyplot as plt
+
+    dims = record["settings"]["dims"]
+    fig, axes = plt.subplots(1, len(dims), figsize=(4.6 * len(dims), 5.0), sharey=True, squeeze=False)
+    for ax, d in zip(axes[0], dims):
+        for i, (variant, rows) in enumerate(_group([r for r in record["results"] if r["d"] == d], "family").items()):
+            rows.sort(key=lambda r: r["n"])
+            ax.plot([r["n"] for r in rows], [r["ratio"] for r in rows], "-", marker="o", ms=4, color=f"C{i}",
+                    label=f"{variant}, eager")
+            compiled = [r for r in rows if r.get("compiled_ratio") is not None]
+            ax.plot([r["n"] for r in compiled], [r["compiled_ratio"] for r in compiled], "--", marker="s", ms=4,
+                    color=f"C{i}", label=f"{variant}, compiled")
+        for level in (1.0, 1.5):
+            ax.axhline(level, color="black", lw=0.8, ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set(yscale="log", xlabel="sequence length N", title=f"d = d_v = {d}")
+    axes[0][0].set_ylabel("peer's time / ours")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=3)
+    fig.suptitle("Gated and delta-rule families against their torch chunkwise peers. " + _label(record), fontsize=8)
+    return fig
+
+
+GATED_PLOTS = {"bench_gated_ratio.png": plot_gated_ratios}
+
+
 def _group(items: list[dict], key: str) -> dict[Any, list[dict]]:
     groups: dict[Any, list[dict]] = {}
     for item in items:
