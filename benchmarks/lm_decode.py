@@ -1,6 +1,6 @@
 """Decode time per token of the language-model lab's models against the context, side by side.
 
-Run: python benchmarks/lm_decode.py   (writes src/lattn_edu/data/lm_decode.json, which chapter 16 reads; about a minute)
+Run: python benchmarks/lm_decode.py   (writes src/lattn_edu/data/lm_decode.json, which chapter 15 reads; about a minute)
 
 Each of the lab's eight models (lattn_edu.lm.LM_MODELS at the full lab's sizes: four layers,
 d_model 128, four heads, W = 64) decodes STEPS tokens, one ``LanguageModel.step`` at a time, from a
@@ -36,7 +36,7 @@ CONTEXTS = (256, 1024, 4096, 16384)
 ROUNDS = 7
 STEPS = 20  # tokens decoded per timing
 VOCAB = 72  # the Shakespeare corpus' characters
-OUT = records.repository_data(__file__, "lm_decode.json")  # chapter 16 reads it
+OUT = records.repository_data(__file__, "lm_decode.json")  # chapter 15 reads it
 
 
 def filled_cache(model: lm.LanguageModel, n: int, generator: torch.Generator) -> list:

@@ -1,5 +1,6 @@
 """Chapter 15's exercises: each accepts its solution, its checker stands on the package's own counts
-(lattn_edu.hybrid, lattn_edu.log_linear), and it rejects the slips a student is likely to make."""
+and code (lattn_edu.hybrid, lattn_edu.log_linear, lattn_edu.lm.decode), and it rejects the slips a
+student is likely to make."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import pytest
 
 from lattn_edu import hybrid
 from lattn_edu.exercises import CATALOG, ExerciseFailed, ch15
+from lattn_edu.lm import crossing_context
 from lattn_edu.log_linear import fenwick_levels, levels_needed
 
 IDS = ("ch15.hybrid_kv_bytes", "ch15.break_even_context", "ch15.log_linear_states",
-       "ch15.window_matching_state")
+       "ch15.window_matching_state", "ch15.decode_crossing")
 
 
 def check(exercise_id, answer):
@@ -166,3 +168,53 @@ def test_qwen3_next_window_matches_the_preset_s_layers():
 def test_window_slips_are_rejected(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
         check("ch15.window_matching_state", wrong)
+
+
+# --- ch15.decode_crossing
+
+def test_crossing_by_hand():
+    # gap −1 at 10, +1 at 30: zero half way
+    assert crossing_context([10, 30], [1.0, 3.0], [2.0, 2.0]) == 20.0
+    # equal at the timed 20, above from there: the crossing is the tie
+    assert crossing_context([10, 20, 30], [1.0, 2.0, 3.0], [2.0, 2.0, 2.0]) == 20.0
+    # a dip after an early excursion above is not a crossing into "above"
+    assert crossing_context([1, 2, 3, 4], [0.0, 1.0, 3.0, 5.0], [2.0, 2.0, 2.0, 2.0]) == 2.5
+
+
+def test_crossing_outside_the_range_and_bad_input_are_clear_errors():
+    with pytest.raises(ValueError, match="not in the measured range"):
+        crossing_context([1, 2, 3], [5.0, 6.0, 7.0], [1.0, 1.0, 1.0])  # above from the start
+    with pytest.raises(ValueError, match="not in the measured range"):
+        crossing_context([1, 2, 3], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0])  # never above
+    with pytest.raises(ValueError, match="strictly increasing"):
+        crossing_context([1, 1, 3], [0.0, 1.0, 3.0], [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="one entry per context"):
+        crossing_context([1, 2, 3], [0.0, 3.0], [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="rising must be"):
+        crossing_context([1, 2], [0.0, np.nan], [2.0, 2.0])
+
+
+def test_crossing_cases_each_cross_once_inside_their_range_and_one_is_the_record():
+    cases = ch15._crossing_cases()
+    for case in cases:
+        n = case["contexts"]
+        assert n[0] < crossing_context(**case) <= n[-1]
+    assert cases[0]["contexts"] == [256, 1024, 4096, 16384]
+
+
+def _geometric(crossing, contexts):
+    """The same share of the interval, taken on a log scale of the context."""
+    i = int(np.searchsorted(contexts, crossing)) - 1
+    lo, hi = contexts[max(i, 0)], contexts[max(i, 0) + 1]
+    return lo * (hi / lo) ** ((crossing - lo) / (hi - lo))
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda contexts, rising, flat: float(contexts[int(np.argmax(rising > flat))]),  # first timed above
+    lambda contexts, rising, flat: float(contexts[int(np.argmax(rising > flat)) - 1]),  # last below
+    lambda contexts, rising, flat: crossing_context(contexts, rising, np.full(len(flat), np.mean(flat))),
+    lambda contexts, rising, flat: _geometric(crossing_context(contexts, rising, flat), contexts),
+], ids=["first context above", "last context below", "flat taken as its mean", "geometric interpolation"])
+def test_crossing_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch15.decode_crossing", wrong)

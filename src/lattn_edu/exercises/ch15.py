@@ -1,7 +1,8 @@
 """Exercises for chapter 15 (hybrids, log-linear attention, sliding windows): the KV cache of a
 hybrid as a function of its ratio and the context, the context from which a hybrid decodes with
 fewer multiply–adds than full attention, how many Fenwick level states log-linear attention
-holds after a token, and the sliding window whose cache weighs as much as one recurrent state.
+holds after a token, the sliding window whose cache weighs as much as one recurrent state, and
+the context at which one measured decode time overtakes another (the clock's crossing).
 
 What each checker compares with (the package's own counts, never the solutions):
 
@@ -18,6 +19,8 @@ What each checker compares with (the package's own counts, never the solutions):
 - ``ch15.window_matching_state``: the largest W found by bisection with the package's bytes,
   :func:`lattn_edu.hybrid.kv_cache_bytes` of a one-layer windowed stack at context W against
   :func:`lattn_edu.hybrid.state_bytes` of a one-layer recurrent stack without a convolution.
+- ``ch15.decode_crossing``: :func:`lattn_edu.lm.decode.crossing_context`; rtol 1e-9. Its first
+  case is the recorded decode benchmark (``lm_decode.json``), softmax against Gated DeltaNet.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ import math
 import numpy as np
 
 from .. import hybrid
+from ..lm.decode import crossing_context
 from ..log_linear import fenwick_levels, levels_needed
+from ..records import load_record
 from .base import Exercise, check_function
 
 # --- ch15.hybrid_kv_bytes
@@ -216,6 +221,49 @@ def _check_window_matching_state(answer):
     check_function(answer, package_matching_window, _window_cases(), rtol=0.0)
 
 
+# --- ch15.decode_crossing
+
+
+def solution_decode_crossing(contexts, rising, flat):
+    """Context where rising's time first exceeds flat's: a float.
+
+    Find the first timed interval whose gap rising − flat goes from <= 0
+    to > 0, and put the crossing where the straight line between the
+    two gaps is zero.
+    """
+    gap = np.asarray(rising, dtype=float) - np.asarray(flat, dtype=float)
+    for i in range(len(contexts) - 1):
+        if gap[i] <= 0 < gap[i + 1]:
+            share = -gap[i] / (gap[i + 1] - gap[i])  # of the interval, before zero
+            return contexts[i] + share * (contexts[i + 1] - contexts[i])
+    raise ValueError("no crossing inside the timed contexts")
+
+
+def _crossing_cases():
+    """The recorded decode benchmark's softmax against Gated DeltaNet, a tie at a timed context,
+    a crossing after an earlier dip, odd spacings and units; each crosses inside its range."""
+    rng = np.random.default_rng(161)
+    decode = load_record("lm_decode.json")
+    median = {(r["model"], r["context"]): r["median_ms"] for r in decode["rows"]}
+    contexts = decode["settings"]["contexts"]
+    cases = [(contexts, [median["softmax", n] for n in contexts],
+              [median["gated_deltanet", n] for n in contexts]),
+             ([10, 20, 30], [1.0, 2.0, 3.0], [2.0, 2.0, 2.0]),  # equal at 20, above from there
+             ([1, 3, 7, 15, 31], [5.0, 4.0, 4.5, 6.0, 9.0], [5.5, 5.5, 5.5, 5.5, 5.5]),
+             ([100, 250], [0.5, 0.9], [0.6, 0.61])]
+    for size in (5, 9):
+        contexts = np.cumsum(rng.integers(1, 50, size)).tolist()
+        flat = rng.uniform(1.0, 2.0, size)
+        rising = np.linspace(0.2, 4.0, size) + rng.uniform(0.0, 0.05, size)
+        cases.append((contexts, rising, flat))
+    return [{"contexts": c, "rising": np.asarray(r, dtype=float), "flat": np.asarray(f, dtype=float)}
+            for c, r, f in cases]
+
+
+def _check_decode_crossing(answer):
+    check_function(answer, crossing_context, _crossing_cases(), rtol=1e-9)
+
+
 EXERCISES = [
     Exercise("ch15.hybrid_kv_bytes", "The KV cache of a hybrid: ratio and context",
              "code", solution_hybrid_kv_bytes, _check_hybrid_kv_bytes),
@@ -225,4 +273,6 @@ EXERCISES = [
              "code", solution_log_linear_states, _check_log_linear_states),
     Exercise("ch15.window_matching_state", "The sliding window that weighs one recurrent state",
              "code", solution_window_matching_state, _check_window_matching_state),
+    Exercise("ch15.decode_crossing", "Where one measured decode time overtakes another",
+             "code", solution_decode_crossing, _check_decode_crossing),
 ]

@@ -1,24 +1,19 @@
 """Exercises for chapter 16 (recall and real text): the share of recall queries one sliding
-window can reach, the numbers a recall stack keeps after n tokens, and the context at which one
-measured decode time overtakes another.
+window can reach, and the numbers a recall stack keeps after n tokens (the measured decode
+crossing is chapter 15's, ``ch15.decode_crossing``).
 
 What each checker compares with (the package's own code, never the solutions):
 
 - ``ch16.window_reach``: :func:`lattn_edu.recall.window_reach`; rtol 1e-12.
 - ``ch16.numbers_kept``: ``cache_floats(n)`` of a :class:`lattn_edu.recall.model.RecallModel`
   built with the layers named (its mixers' own counts); exact.
-- ``ch16.decode_crossing``: :func:`lattn_edu.lm.decode.crossing_context`; rtol 1e-9.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..lm.decode import crossing_context
 from ..recall.config import RecallConfig
 from ..recall.model import RecallModel
 from ..recall.task import window_reach
-from ..records import load_record
 from .base import Exercise, check_function
 
 # --- ch16.window_reach
@@ -99,54 +94,9 @@ def _check_numbers_kept(answer):
     check_function(answer, package_numbers_kept, _kept_cases(), rtol=0.0)
 
 
-# --- ch16.decode_crossing
-
-
-def solution_decode_crossing(contexts, rising, flat):
-    """Context where rising's time first exceeds flat's: a float.
-
-    Find the first timed interval whose gap rising − flat goes from <= 0
-    to > 0, and put the crossing where the straight line between the
-    two gaps is zero.
-    """
-    gap = np.asarray(rising, dtype=float) - np.asarray(flat, dtype=float)
-    for i in range(len(contexts) - 1):
-        if gap[i] <= 0 < gap[i + 1]:
-            share = -gap[i] / (gap[i + 1] - gap[i])  # of the interval, before zero
-            return contexts[i] + share * (contexts[i + 1] - contexts[i])
-    raise ValueError("no crossing inside the timed contexts")
-
-
-def _crossing_cases():
-    """The recorded decode benchmark's softmax against Gated DeltaNet, a tie at a timed context,
-    a crossing after an earlier dip, odd spacings and units; each crosses inside its range."""
-    rng = np.random.default_rng(161)
-    decode = load_record("lm_decode.json")
-    median = {(r["model"], r["context"]): r["median_ms"] for r in decode["rows"]}
-    contexts = decode["settings"]["contexts"]
-    cases = [(contexts, [median["softmax", n] for n in contexts],
-              [median["gated_deltanet", n] for n in contexts]),
-             ([10, 20, 30], [1.0, 2.0, 3.0], [2.0, 2.0, 2.0]),  # equal at 20, above from there
-             ([1, 3, 7, 15, 31], [5.0, 4.0, 4.5, 6.0, 9.0], [5.5, 5.5, 5.5, 5.5, 5.5]),
-             ([100, 250], [0.5, 0.9], [0.6, 0.61])]
-    for size in (5, 9):
-        contexts = np.cumsum(rng.integers(1, 50, size)).tolist()
-        flat = rng.uniform(1.0, 2.0, size)
-        rising = np.linspace(0.2, 4.0, size) + rng.uniform(0.0, 0.05, size)
-        cases.append((contexts, rising, flat))
-    return [{"contexts": c, "rising": np.asarray(r, dtype=float), "flat": np.asarray(f, dtype=float)}
-            for c, r, f in cases]
-
-
-def _check_decode_crossing(answer):
-    check_function(answer, crossing_context, _crossing_cases(), rtol=1e-9)
-
-
 EXERCISES = [
     Exercise("ch16.window_reach", "The share of recall queries one sliding window reaches",
              "code", solution_window_reach, _check_window_reach),
     Exercise("ch16.numbers_kept", "What a recall stack keeps after n tokens",
              "code", solution_numbers_kept, _check_numbers_kept),
-    Exercise("ch16.decode_crossing", "Where one measured decode time overtakes another",
-             "code", solution_decode_crossing, _check_decode_crossing),
 ]

@@ -1,4 +1,4 @@
-"""Decoding one token at a time: each mixer's cache and its step (chapter 16's decode times).
+"""Decoding one token at a time: each mixer's cache and its step (chapter 15's decode times).
 
 A softmax layer keeps every key and value (its KV cache grows by one of each per token), a
 sliding-window layer the last W of them, a recurrent layer one fixed-size state. Each step

@@ -1,5 +1,6 @@
 """The plots of a language-model lab record (chapter 16): validation bits against steps, the
-loss by position in the context, and (from benchmarks/lm_decode.py's record) decode time.
+loss by position in the context, and (from benchmarks/lm_decode.py's record, chapter 15's
+clock) decode time.
 
 Each ``plot_*`` takes a lab record (as :func:`.lab.recorded` returns it) and returns a matplotlib
 Figure. Every model is drawn at its best learning rate, the one :func:`.lab.summarise` picks;
