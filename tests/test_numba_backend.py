@@ -1,5 +1,6 @@
 """Tests of what is numba's own: the BLAS wrappers, the chunkwise kernel's features and division
-inside the kernel, and the softmax kernel (linear attention on every backend: test_linear_backends.py)."""
+inside the kernel, DeltaProduct's chunkwise kernel that reads only after each token's last step,
+and the softmax kernel (linear attention on every backend: test_linear_backends.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 pytest.importorskip("numba")
 
 import lattn_edu as la  # noqa: E402
-from lattn_edu.backends import numba_backend, numba_blas, numba_gated, numba_softmax  # noqa: E402
+from lattn_edu.backends import numba_backend, numba_blas, numba_delta, numba_gated, numba_softmax  # noqa: E402
+from lattn_edu.delta_product import on_substeps  # noqa: E402
 
 from conftest import assert_close  # noqa: E402
 from naive import make_qkv  # noqa: E402
@@ -145,3 +147,23 @@ def test_numba_softmax_refuses_bad_input(rng):
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match="numpy"):
         numba_softmax.softmax_attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))
+
+
+@pytest.mark.parametrize("n_h", [1, 2, 3])
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+@pytest.mark.parametrize("gated", [False, True], ids=["ungated", "gated"])
+def test_delta_product_reads_only_after_each_tokens_last_step(n_h, chunk, gated, rng):
+    # The kernel skips the reads between a token's steps (q = 0 there on the substep path);
+    # the outputs and state must be those of the delta rule run on every substep.
+    lead, n, d_k, d_v = (2, 3), 23, 5, 4
+    q = rng.standard_normal(lead + (n, d_k))
+    k = rng.standard_normal(lead + (n, n_h, d_k))
+    k /= np.linalg.norm(k, axis=-1, keepdims=True)
+    v, beta = rng.standard_normal(lead + (n, n_h, d_v)), rng.uniform(0, 2, lead + (n, n_h))
+    g = -rng.uniform(0, 1, lead + (n,)) if gated else None
+    s0 = rng.standard_normal(lead + (d_k, d_v))
+    out, state = numba_delta.chunkwise_delta_product(q, k, v, beta, g, 0.7, s0, chunk)
+    want_out, want_state = on_substeps(numba_delta.chunkwise_delta_rule, q, k, v, beta, g, 0.7, s0, chunk)
+    assert out.shape == lead + (n, d_v) and out.flags.c_contiguous
+    assert_close(out, want_out, rtol=1e-12)
+    assert_close(state, want_state, rtol=1e-12)

@@ -20,7 +20,7 @@ import numpy as np
 from .._checks import is_torch_tensor
 from ..delta_product import on_substeps
 from .numba_blas import FEATURE_CODES, one_blas_thread  # noqa: F401  (one_blas_thread: for benchmarks)
-from .numba_delta import DELTA_FORMS  # noqa: F401  (re-exported: the backend's delta-rule forms)
+from .numba_delta import DELTA_FORMS, chunkwise_delta_product  # noqa: F401  (DELTA_FORMS: re-exported)
 from .numba_gated import GATED_FORMS, chunkwise_gated_linear_attention  # noqa: F401  (GATED_FORMS: re-exported)
 
 
@@ -33,13 +33,14 @@ def _on_substeps(delta_form: Any) -> Any:
 
 
 # The families with kernels here, as :func:`lattn_edu.recurrence.run_recurrence` looks them up;
-# the other models run on the reference backends ('numpy', 'torch'). DeltaProduct has no kernel
-# of its own: the delta-rule kernels run its N·n_h interleaved steps (see
-# :func:`lattn_edu.delta_product.on_substeps`), both forms.
+# the other models run on the reference backends ('numpy', 'torch'). DeltaProduct runs the
+# delta-rule kernels on its N·n_h interleaved steps (see :func:`lattn_edu.delta_product.interleave`):
+# the scan reads after every step and keeps every n_h-th output (:func:`lattn_edu.delta_product.on_substeps`),
+# the chunkwise kernel reads only after each token's last step.
 FAMILIES = {
     "gated": GATED_FORMS,
     "delta": DELTA_FORMS,
-    "delta_product": {name: _on_substeps(fn) for name, fn in DELTA_FORMS.items()},
+    "delta_product": {"recurrent": _on_substeps(DELTA_FORMS["recurrent"]), "chunkwise": chunkwise_delta_product},
 }
 
 # The forms that find NaN and inf in q, k, v and in their output themselves, in passes over

@@ -71,20 +71,23 @@ def _recurrent_kernel(q, k, v, beta, g, kind, scale, state, out):
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, fast_exp, state, out):
-    """The chunkwise form: per chunk of c tokens, with b the cumulative log decay inside it and
+def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, reads, fast_exp, state, out):
+    """The chunkwise form: per chunk of c steps, with b the cumulative log decay inside it and
     L_ij = exp(b_i − b_j) for j <= i,
 
         (I + A) U = diag(β)(V − diag(exp(b)) K S),   A = strict_tril(diag(β)(K Kᵀ) ⊙ L)   by trsm
         O_c = scale · (tril((Q Kᵀ) ⊙ L) U + (Q ⊙ exp(b)) S)
         S ← exp(b_last) S + (K ⊙ exp(b_last − b))ᵀ U
 
-    q, k [B, N, d_k], v [B, N, d_v], beta [B, N], g [B, N]; state [B, d_k, d_v] goes in as S_0
-    and comes out as S_N.
+    k [B, N, d_k], v [B, N, d_v], beta [B, N], g [B, N]; state [B, d_k, d_v] goes in as S_0
+    and comes out as S_N. The state is read after every ``reads``-th step only (1: every step;
+    DeltaProduct's n_h: after each token's last step), so q [B, N / reads, d_k] and out
+    [B, N / reads, d_v]; chunk_size and N are multiples of reads. With reads > 1 the chunk's
+    reads are c / reads rows of Q Kᵀ, masked to the steps each has seen, times U by gemm.
     """
     n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
     dtype = v.dtype
-    for b in prange(q.shape[0]):
+    for b in prange(k.shape[0]):
         blas = _blas_arguments(dtype)
         s = state[b]  # [d_k, d_v]
         system_scratch = np.empty(chunk_size * chunk_size, dtype)
@@ -97,8 +100,9 @@ def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, fast_exp, st
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
-            q_c, k_c, v_c, out_c = q[b, start:stop], k[b, start:stop], v[b, start:stop], out[b, start:stop]
-            beta_c, u = beta[b, start:stop], pseudo[:c]
+            rows = c // reads  # the chunk's reads: after steps reads − 1, 2·reads − 1, ...
+            q_c, out_c = q[b, start // reads:stop // reads], out[b, start // reads:stop // reads]
+            k_c, v_c, beta_c, u = k[b, start:stop], v[b, start:stop], beta[b, start:stop], pseudo[:c]
             if decayed:
                 total = dtype.type(0)
                 for i in range(c):
@@ -109,25 +113,35 @@ def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, fast_exp, st
                         mask[i * c + j] = cumulative[i] - cumulative[j] if j <= i else 0
                 _exp_nonpositive(mask, c * c, fast_exp, high, low)
             system = system_scratch[:c * c].reshape((c, c))
-            weights = weights_scratch[:c * c].reshape((c, c))
+            weights = weights_scratch[:rows * c].reshape((rows, c))
             _gemm(k_c, k_c, system, False, True, 0, blas)  # K Kᵀ
-            _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q Kᵀ
+            _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q Kᵀ  [rows, c]
             for i in range(c):
                 for j in range(i):
                     system[i, j] *= beta_c[i] * mask[i * c + j]
+            for row in range(rows):
+                i = row * reads + reads - 1  # the step this read follows
                 for j in range(i + 1):
-                    weights[i, j] *= scale * mask[i * c + j]
+                    weights[row, j] *= scale * mask[i * c + j]
+                for j in range(i + 1, c if reads > 1 else 0):  # steps not yet taken; trmm skips them itself
+                    weights[row, j] = 0
             _gemm(k_c, s, u, False, False, 0, blas)  # K S
             for i in range(c):
                 decay_in = np.exp(cumulative[i]) if decayed else dtype.type(1)
                 for col in range(d_v):
                     u[i, col] = beta_c[i] * (v_c[i, col] - decay_in * u[i, col])
+            for row in range(rows):
+                i = row * reads + reads - 1
+                decay_in = np.exp(cumulative[i]) if decayed else dtype.type(1)
                 for r in range(d_k):
-                    scaled[i, r] = q_c[i, r] * (scale * decay_in)  # Q ⊙ exp(b), scaled
+                    scaled[row, r] = q_c[row, r] * (scale * decay_in)  # Q ⊙ exp(b), scaled
             _unit_lower_solve(system, u, blas)  # U = (I + A)⁻¹ (...)
-            out_c[:] = u
-            _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            _gemm(scaled[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
+            if reads == 1:
+                out_c[:] = u
+                _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
+            else:
+                _gemm(weights, u, out_c, False, False, 0, blas)  # inside the chunk, the mask in weights
+            _gemm(scaled[:rows], s, out_c, False, False, 1, blas)  # + every chunk before it
             if decayed:
                 decay_out = np.exp(cumulative[c - 1])
                 for r in range(d_k):
@@ -178,9 +192,42 @@ def chunkwise_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.n
     batch, n, dtype = v.shape[0], v.shape[1], v.dtype
     beta, g = _flatten_steps(beta, batch, n, dtype), _flatten_steps(log_decay, batch, n, dtype)
     with one_blas_thread():
-        _chunkwise_kernel(q, k, v, beta, g, log_decay is not None, dtype.type(scale), int(chunk_size),
+        _chunkwise_kernel(q, k, v, beta, g, log_decay is not None, dtype.type(scale), int(chunk_size), 1,
                           dtype == np.float32, state, out)
     return unflatten(out, state)
+
+
+def chunkwise_delta_product(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray,
+                            log_decay: np.ndarray | None, scale: float,
+                            initial_state: np.ndarray | None = None,
+                            chunk_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """(Gated) DeltaProduct in chunks of ``chunk_size`` tokens: the chunkwise delta rule on the
+    N·n_h steps of :func:`lattn_edu.delta_product.interleave`, read only after each token's
+    last step, so that q and o stay [..., N, ·] (no zero queries, no reads thrown away).
+
+    q [..., N, d_k], k [..., N, n_h, d_k], v [..., N, n_h, d_v], beta [..., N, n_h], log_decay
+    None or [..., N] -> (o [..., N, d_v], S_N [..., d_k, d_v]).
+    """
+    lead, (n, n_h), d_k, d_v, dtype = q.shape[:-2], k.shape[-3:-1], q.shape[-1], v.shape[-1], v.dtype
+    batch, steps = int(np.prod(lead, dtype=np.int64)), n * n_h
+
+    def flat(x: np.ndarray, shape: tuple) -> np.ndarray:  # C-contiguous and writeable, for numba
+        return np.require(np.broadcast_to(x, lead + x.shape[len(lead):]).reshape(shape), dtype=dtype,
+                          requirements="CW")
+
+    state = (np.zeros((batch, d_k, d_v), dtype) if initial_state is None
+             else np.array(initial_state.reshape((batch, d_k, d_v)), dtype=dtype))  # a copy: updated in place
+    g = np.zeros((batch, 0), dtype)
+    if log_decay is not None:  # g_t on each token's first step, 0 (a factor 1) on the others
+        g = np.zeros((batch, n, n_h), dtype)
+        g[:, :, 0] = flat(log_decay, (batch, n))
+        g = g.reshape((batch, steps))
+    out = np.empty((batch, n, d_v), dtype)
+    with one_blas_thread():
+        _chunkwise_kernel(flat(q, (batch, n, d_k)), flat(k, (batch, steps, d_k)), flat(v, (batch, steps, d_v)),
+                          flat(beta, (batch, steps)), g, log_decay is not None, dtype.type(scale),
+                          int(chunk_size) * n_h, n_h, dtype == np.float32, state, out)
+    return out.reshape(lead + (n, d_v)), state.reshape(lead + (d_k, d_v))
 
 
 DELTA_FORMS = {
