@@ -212,8 +212,9 @@ def chunkwise_delta_product(q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: n
     batch, steps = int(np.prod(lead, dtype=np.int64)), n * n_h
 
     def flat(x: np.ndarray, shape: tuple) -> np.ndarray:  # C-contiguous and writeable, for numba
-        return np.require(np.broadcast_to(x, lead + x.shape[len(lead):]).reshape(shape), dtype=dtype,
-                          requirements="CW")
+        if x.shape[:len(lead)] != lead:  # leading axes of size 1 (a broadcast view is read-only: copied below)
+            x = np.broadcast_to(x, lead + x.shape[len(lead):])
+        return np.require(x.reshape(shape), dtype=dtype, requirements="CW")  # no copy when it already is
 
     state = (np.zeros((batch, d_k, d_v), dtype) if initial_state is None
              else np.array(initial_state.reshape((batch, d_k, d_v)), dtype=dtype))  # a copy: updated in place
