@@ -80,7 +80,8 @@ def calls(d: int, n: int) -> dict:
 
     return {"products only": only,
             "kernel": lambda: numba_backend.chunkwise_elu_linear_attention(q, k, v, True, bench.EPS, bench.OUR_CHUNK),
-            "la.linear_attention": lambda: la.linear_attention(q, k, v, "elu+1", True, "chunkwise", "numba")}
+            "la.linear_attention": lambda: la.linear_attention(q, k, v, "elu+1", True, "chunkwise", "numba",
+                                                               bench.EPS, bench.OUR_CHUNK)}
 
 
 def measure(d: int, n: int) -> dict:
