@@ -105,6 +105,8 @@ def test_nonfinite_errors_say_what_to_change():
     assert "phi_k must be finite; got an array with NaN or inf" in str(checks.nonfinite_error("phi_k"))
     message = str(checks.nonfinite_output_error("relu", 0.0))
     assert "feature_map='relu'" in message and "eps=0.0" in message and "eps > 0" in message
+    overflow = str(checks.overflow_error())
+    assert "overflowed" in overflow and "rescale them or use float64" in overflow
 
 
 # ---- sequences, and q, k, v together --------------------------------------------------------
