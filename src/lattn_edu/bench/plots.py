@@ -67,7 +67,7 @@ def plot_throughput(record: dict) -> Any:
 
 
 def plot_ratio(record: dict) -> Any:
-    """Our best numba form's speed over each peer's (time of the peer / time of ours) against N:
+    """Our chunkwise form's speed over each peer's (time of the peer / time of ours) against N:
     solid against the eager peer, dashed against the compiled one where the record has it."""
     import matplotlib.pyplot as plt
 
@@ -82,7 +82,7 @@ def plot_ratio(record: dict) -> Any:
     ax.axhline(1.0, color="black", lw=1, ls=":")
     ax.set_xscale("log", base=2)
     ax.set(xlabel="sequence length N", ylabel="speed-up over the torch chunkwise peer",
-           title="Our best numba form against the peers (same run)")
+           title="Our chunkwise kernel against the peers (same run)")
     ax.legend(fontsize=8)
     fig.suptitle(_label(record), fontsize=7)
     return fig

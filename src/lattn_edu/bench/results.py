@@ -65,7 +65,7 @@ def report(record: dict) -> str:
     for c in record["summary"]["crossover"]:
         where = ("not within the sizes measured" if c["crossover_n"] is None
                  else f"<= {c['sizes'][0]}" if c["at_or_below_smallest"] else f"~{c['crossover_n']:,.0f}")
-        lines.append(f"crossover d={c['d']:>3}: best numba linear beats {c['softmax']} from N {where}")
+        lines.append(f"crossover d={c['d']:>3}: numba chunkwise beats {c['softmax']} from N {where}")
     lines.append("")
     for g in record["summary"]["decode"]:
         lines.append(f"decode d={g['d']:>3} {g['method']:<26} {1e6 * g['per_token_small_s']:8.1f} µs at N={g['n_small']:,}"
