@@ -11,7 +11,7 @@ notebooks instead. Each is the chapter in plain Jupyter Markdown (tools/plain_ma
   ``_build/jupyter_execute/book/myst/NN-....glue.json``): the code cell that computes it
   still prints it live, so the reader sees both;
 - quizzes, solutions and cells the website hides (``remove-input``, ``hide-input``,
-  ``remove-cell``) folded as Colab forms (``#@title ...`` with ``"cellView": "form"``):
+  ``hide-cell``, ``remove-cell``) folded as Colab forms (``#@title ...`` with ``"cellView": "form"``):
   Colab shows only the title until the reader opens it, and a quiz answers only once an
   option is chosen;
 - no solutions at all when ``_config.yml`` sets ``hide_solutions: true`` (the student build),
@@ -53,7 +53,8 @@ COLAB = ROOT / "book" / "colab"
 BUILD = ROOT / "_build"  # jupyter-book's output folder (--path-output puts it elsewhere)
 LABELS = "colab_labels.json"  # written there by book/_ext/colab_labels.py
 FOLDED_TAGS = {"remove-cell": "Bookkeeping for the text (hidden on the website)",
-               "remove-input": "Show the code", "hide-input": "Show the code"}
+               "remove-input": "Show the code", "hide-input": "Show the code",
+               "hide-cell": "Show the code"}
 
 
 INSTALL_CELL = '''\
