@@ -89,12 +89,15 @@ def test_eps_guards_rows_without_features(form, backend, rng):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("form", FORMS)
-def test_vanished_denominator_is_reported(form, causal, backend):
+@pytest.mark.parametrize("return_state", [False, True], ids=["out", "out+state"])
+def test_vanished_denominator_is_reported(return_state, form, causal, backend):
     """eps=0 and a query with no features: 0/0 reaches the NaN check (numba's default error
-    model would raise ZeroDivisionError instead; a kernel that divides itself must report it)."""
+    model would raise ZeroDivisionError instead; a kernel that divides itself must report it),
+    whether or not the state is returned too."""
     q, k, v = -np.ones((4, 3)), np.ones((4, 3)), np.ones((4, 2))
     with pytest.raises(ValueError, match="denominator"):
-        run(backend, q, k, v, feature_map="relu", eps=0.0, form=form, causal=causal)
+        run(backend, q, k, v, feature_map="relu", eps=0.0, form=form, causal=causal,
+            return_state=return_state)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

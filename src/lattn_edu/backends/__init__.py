@@ -17,7 +17,8 @@ That is all: :func:`lattn_edu.linear_attention` runs on the gated forms (causal:
 recurrence without decay on [V | 1], then one division; not causal: two products). A backend
 may also name, in ``KERNEL_FEATURE_MAPS``, elementwise feature maps its chunkwise gated form
 computes itself from raw q and k, chunk by chunk, together with the division (keywords
-``feature_map`` and ``normaliser_eps``; the numba kernel does, so the input is read once).
+``feature_map`` and ``normaliser_eps``; the numba kernel does, so the input is read once); that
+form then checks q, k, v and its output for NaN and inf itself, as ``CHECKS_FINITE`` says.
 
 Optional engines are imported only when asked for, so ``import lattn_edu`` never
 needs numba or torch, and a missing one names the command that installs it.
