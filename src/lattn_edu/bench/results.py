@@ -40,12 +40,17 @@ def load_results(path: str | os.PathLike | None = None, name: str = "bench.json"
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def _loads(averages: list[float]) -> str:
+    """Load averages to two decimals, as the system reports them (1, 5, 15 minutes)."""
+    return ", ".join(f"{a:.2f}" for a in averages)
+
+
 def report(record: dict) -> str:
     """The summary as text: the machine, per shape, the crossovers, decoding, the targets."""
     m = record["machine"]
     lines = [f"machine: {m['cpu']}, {m['cores']} cores, numba {m['numba_threads']} threads, "
-             f"torch {m['torch_threads']} threads; load average {record['load_average_start']} -> "
-             f"{record['load_average_end']}; other processes kept "
+             f"torch {m['torch_threads']} threads; load average (1, 5, 15 min) "
+             f"{_loads(record['load_average_start'])} -> {_loads(record['load_average_end'])}; other processes kept "
              f"{(record.get('other_processes_cores') or {}).get('mean', float('nan')):.2f} cores busy on "
              f"average; wall time {record['wall_seconds']:.0f} s",
              f"sgemm {record['sgemm']['size']}: {record['sgemm']['gflops_start']:.0f} / "
