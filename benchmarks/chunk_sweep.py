@@ -1,6 +1,7 @@
 """Which chunk size does each implementation want? Ours and the compiled peer at chunks of 32 and 64.
 
-Run: python benchmarks/chunk_sweep.py   (records benchmarks/results/chunk_sweep.json;
+Run: python benchmarks/chunk_sweep.py   (records src/lattn_edu/data/chunk_sweep.json, which
+chapter 9 reads;
 ``--quick`` runs a tiny smoke version with the eager peer)
 
 A user who wants speed picks the chunk that is fastest for the implementation they run, so
@@ -53,7 +54,7 @@ CHUNKS = (32, 64)
 SHAPES = [(64, 1024), (64, 4096), (64, 16384), (128, 1024), (128, 4096), (128, 16384)]  # (d, N)
 QUICK_SHAPES = [(16, 96)]
 ROUNDS = 7
-OUT = Path(__file__).resolve().parent / "results" / "chunk_sweep.json"
+OUT = records.repository_data(__file__, "chunk_sweep.json")  # chapter 9 reads it
 
 
 def family_calls(family: str, x: dict, chunk: int, compiled: bool) -> dict:

@@ -32,7 +32,7 @@ DECODE_SIZES = (1_000, 10_000, 100_000)
 BATCH_HEADS = 8
 # Each implementation runs in chunks of the length it is fastest with here, as a user tuning it
 # would choose: benchmarks/chunk_sweep.py timed both at 32 and 64 tokens (its record,
-# benchmarks/results/chunk_sweep.json, shows ours fastest at 32 and the compiled torch peer
+# chunk_sweep.json in the package data, shows ours fastest at 32 and the compiled torch peer
 # at 64, flash-linear-attention's default, at most shapes).
 OUR_CHUNK = 32
 PEER_CHUNK = 64
