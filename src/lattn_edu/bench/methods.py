@@ -139,17 +139,16 @@ class Inputs:
     tv: Any = None
 
 
-def _linear_extra_bytes(backend: str, form: str) -> Callable[[int, int, int], float]:
-    """Bytes a form allocates beyond q, k, v and the output, roughly (for the memory budget)."""
+def _linear_extra_bytes(backend: str, form: str, chunk: int = OUR_CHUNK) -> Callable[[int, int, int], float]:
+    """Bytes a form allocates beyond q, k, v and the output, roughly (for the memory budget), in
+    chunks of ``chunk`` tokens."""
     def extra(n: int, d: int, bh: int) -> float:
         features = 2 * bh * n * d * FLOAT_BYTES
         if form == "quadratic":  # the N×N weights (numba: one per thread at a time)
             stacks = 2 if backend == "numba" else 3 * bh
             return features + stacks * n * n * FLOAT_BYTES
-        if form == "parallel" and backend != "numba":  # every prefix state S_i, and a temporary
-            return features + 2 * bh * n * d * d * FLOAT_BYTES
-        if form == "chunkwise" and backend == "torch":  # per-chunk states and their prefix sums
-            return features + 3 * bh * (n / OUR_CHUNK + 1) * d * d * FLOAT_BYTES
+        if form in ("chunkwise", "parallel") and backend == "torch":  # causal 'parallel' is chunkwise:
+            return features + 3 * bh * (n / chunk + 1) * d * d * FLOAT_BYTES  # per-chunk states
         return features
     return extra
 
@@ -184,13 +183,13 @@ def timed_methods(backends: tuple[str, ...]) -> list[Method]:
     found.append(Method(
         PEER, "linear", "peer", "torch", "chunkwise",
         lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=PEER_CHUNK, eps=EPS),
-        _linear_extra_bytes("torch", "chunkwise"), 1, _linear_work))
+        _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work))
     if peers.compiler_problem() is None:
         found.append(Method(
             PEER_COMPILED, "linear", "peer", "torch", "chunkwise, compiled",
             lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=PEER_CHUNK, eps=EPS,
                                                                      compiled=True),
-            _linear_extra_bytes("torch", "chunkwise"), 1, _linear_work, compiled=True))
+            _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work, compiled=True))
     found.append(Method(
         SOFTMAX_OURS, "softmax", "ours", "numba", "flash",
         lambda x: lambda: numba_softmax.softmax_attention(x.q, x.k, x.v, causal=True),
