@@ -147,8 +147,9 @@ def _linear_extra_bytes(backend: str, form: str, chunk: int = OUR_CHUNK) -> Call
         if form == "quadratic":  # the N×N weights (numba: one per thread at a time)
             stacks = 2 if backend == "numba" else 3 * bh
             return features + stacks * n * n * FLOAT_BYTES
-        if form in ("chunkwise", "parallel") and backend == "torch":  # causal 'parallel' is chunkwise:
-            return features + 3 * bh * (n / chunk + 1) * d * d * FLOAT_BYTES  # per-chunk states
+        # per-chunk states, their running sums and a temporary; causal 'parallel' runs this form
+        if form in ("chunkwise", "parallel") and backend == "torch":
+            return features + 3 * bh * (n / chunk + 1) * d * d * FLOAT_BYTES
         return features
     return extra
 

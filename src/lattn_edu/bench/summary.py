@@ -1,10 +1,10 @@
 """The summaries of a ``lattn-edu bench`` run, computed from its rows (chapters 3 and 9).
 
-Per shape: our numba chunkwise kernel, through the public function, against the torch peer, run eagerly and compiled, and against
-the sgemm ceiling. Per
-head width: the sequence length from which linear attention beats each softmax kernel.
-Per decoder: how the time per token grows with the tokens already seen. And whether the
-run meets the targets the kernels are held to.
+Per shape: our numba chunkwise kernel, through the public function, against the torch peer,
+run eagerly and compiled, and against the sgemm ceiling. Per head width: the sequence length
+from which linear attention beats each softmax kernel. Per decoder: how the time per token
+grows with the tokens already seen. And whether the run meets the targets the kernels are
+held to.
 """
 
 from __future__ import annotations
