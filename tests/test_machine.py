@@ -44,3 +44,18 @@ def test_the_thread_settings_in_the_environment_are_recorded(monkeypatch):
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
     environment = machine.machine_info()["environment"]
     assert environment["OMP_NUM_THREADS"] == "3" and "MKL_NUM_THREADS" not in environment
+
+
+def test_cache_sizes_are_read_per_level_from_sysfs(tmp_path):
+    """Data and unified caches by level, instruction caches left out; a missing folder gives {}."""
+    for i, (level, kind, size, shared) in enumerate([(1, "Data", "48K", "0"), (1, "Instruction", "32K", "0"),
+                                                     (2, "Unified", "1280K", "0"),
+                                                     (3, "Unified", "30720K", "0-3")]):
+        folder = tmp_path / f"index{i}"
+        folder.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (folder / name).write_text(f"{value}\n")
+    assert machine.cpu_caches(tmp_path) == {1: {"bytes": 48 * 1024, "shared_with": "0"},
+                                            2: {"bytes": 1280 * 1024, "shared_with": "0"},
+                                            3: {"bytes": 30720 * 1024, "shared_with": "0-3"}}
+    assert machine.cpu_caches(tmp_path / "absent") == {}

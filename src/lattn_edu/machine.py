@@ -9,7 +9,8 @@ A timing means little without the machine behind it, so every recorded benchmark
   heavy libraries; ``engines=True`` adds numba's and torch's thread counts and the BLAS
   libraries loaded (importing numba and torch where installed);
 - :func:`gpu_info`: the CUDA device, its memory and the CUDA and cuDNN versions;
-- :func:`machine_summary`: "2 CPU cores, x86_64, Python 3.11.9, numpy 2.3.1".
+- :func:`machine_summary`: "2 CPU cores, x86_64, Python 3.11.9, numpy 2.3.1";
+- :func:`cpu_caches`: the sizes of core 0's data caches, as Linux reports them (chapter 9).
 """
 
 from __future__ import annotations
@@ -93,6 +94,23 @@ def cpu_simd() -> list[str]:
     """The vector instruction sets the CPU reports (Linux), e.g. ['avx2', 'fma', 'avx512f']."""
     flags = set(_cpuinfo_field("flags").split())
     return [flag for flag in SIMD_FLAGS if flag in flags]
+
+
+def cpu_caches(cache_dir: str | os.PathLike = "/sys/devices/system/cpu/cpu0/cache") -> dict[int, dict[str, Any]]:
+    """Core 0's data (and unified) caches by level, as Linux reports them: {level: {"bytes":
+    size, "shared_with": the CPU list that shares it, e.g. '0' for a private cache}}. Empty
+    where the system reports none (not Linux, or a container that hides sysfs)."""
+    caches: dict[int, dict[str, Any]] = {}
+    try:
+        for index in sorted(Path(cache_dir).glob("index*")):
+            size = (index / "size").read_text().strip()
+            if (index / "type").read_text().strip() in ("Data", "Unified") and size.endswith("K"):
+                caches[int((index / "level").read_text())] = {
+                    "bytes": int(size[:-1]) * 1024,
+                    "shared_with": (index / "shared_cpu_list").read_text().strip()}
+    except (OSError, ValueError):
+        return {}
+    return caches
 
 
 def _cpuinfo_field(name: str) -> str:
