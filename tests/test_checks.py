@@ -344,6 +344,15 @@ def test_check_per_step_says_what_each_step_holds():
                    ValueError, "rate must have shape [2, 3, 7] (one rate in [0, 1] per step)", "got [3, 7]")
 
 
+def test_a_per_step_gate_of_the_full_shape_is_passed_on_as_it_is():
+    # a broadcast view is read-only, and the compiled kernels would copy it on every call
+    full = checks.check_per_step(G_VECTOR, "log_decay", Q, ("scalar", "vector"), "log decay g <= 0")
+    assert full is G_VECTOR
+    shared = checks.check_per_step(G_VECTOR[:1], "log_decay", Q, ("scalar", "vector"), "log decay g <= 0")
+    assert shared.shape == G_VECTOR.shape and np.shares_memory(shared, G_VECTOR)
+    assert np.array_equal(shared[1], G_VECTOR[0])
+
+
 def test_extreme_reads_numpy_and_torch_tensors_with_gradients():
     tensor = torch.from_numpy(G).requires_grad_()
     assert checks.extreme(G, "max") == G.max() and checks.extreme(tensor, "min") == G.min()

@@ -223,7 +223,10 @@ def check_per_step(x: Any, name: str, q: Any, widths: tuple[str, ...], valid: st
 
 def broadcast_to_target(x: Any, name: str, target: tuple[int, ...], context: str) -> Any:
     """``x`` broadcast to exactly ``target`` (a view; torch keeps its graph), or a ValueError
-    naming ``x``, its shape, the target and ``context``."""
+    naming ``x``, its shape, the target and ``context``. An ``x`` that already has the target's
+    shape comes back as it is: a broadcast view is read-only, and a compiled kernel would copy it."""
+    if tuple(x.shape) == tuple(target):
+        return x
     try:
         fits = np.broadcast_shapes(tuple(x.shape), target) == target
     except ValueError:
