@@ -17,6 +17,17 @@ from .numba_blas import _FAST, _exp_nonpositive, _gemm
 
 
 @njit(cache=True, fastmath=_FAST)
+def _chunk_cumulative(g, start, stop, out):
+    """out[i] = g[start] + … + g[start + i] for the chunk's rows, b (or B) [c, w] from g [N, w];
+    row after row, so that the inner loop over the w channels vectorises."""
+    for r in range(g.shape[1]):
+        out[0, r] = g[start, r]
+    for i in range(1, stop - start):
+        for r in range(g.shape[1]):
+            out[i, r] = out[i - 1, r] + g[start + i, r]
+
+
+@njit(cache=True, fastmath=_FAST)
 def _rows_times_exp(x, exponents, out, fast_exp, high, low):
     """out[:n] = x ⊙ exp(exponents) for x [n, d], exponents a flat scratch holding n·d values <= 0
     row by row (overwritten by their exp)."""
@@ -43,8 +54,17 @@ def _scalar_decay_weights(cumulative, weights, scale, factors, fast_exp, high, l
 @njit(cache=True)
 def _piece_end(cumulative, p0, span):
     """The end of the piece starting at row p0: rows are added while B_p0 − B_row <= span in
-    every channel (a decay of at most exp(span) inside the piece); at least one row."""
+    every channel (a decay of at most exp(span) inside the piece); at least one row.
+
+    Log decays are <= 0, so B_p0 − B_row only grows with the row: when the chunk's last row is
+    within the span, every row is (the usual case, checked first in one pass over d_k)."""
     c, d_k = cumulative.shape
+    whole_chunk = True
+    for r in range(d_k):
+        if cumulative[p0, r] - cumulative[c - 1, r] > span:
+            whole_chunk = False
+    if whole_chunk:
+        return c
     p1 = p0 + 1
     while p1 < c:
         for r in range(d_k):
@@ -66,9 +86,12 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
     factor lies in [1, exp(span)] while the piece spans a decay of at most exp(span). The query
     side is computed as exp(· − span) and exp(span) put back after the product. A new piece
     starts where the next row would exceed the span (a single row always fits), so one piece
-    covers the chunk unless the decay is strong.
+    covers the chunk unless the decay is strong. Returns the number of pieces: with one, q_scaled[:c]
+    holds Q ⊙ exp(B − B_last − span), which :func:`_queries_from_piece` turns into the decayed
+    queries without a second exponential per entry.
     """
     c, d_k = k_c.shape
+    pieces = 0
     boost = np.exp(span)
     p0 = 0
     while p0 < c:
@@ -88,6 +111,23 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
             for j in range(p0 + i + 1):
                 weights[p0 + i, j] = piece[i, j] * boost
         p0 = p1
+        pieces += 1
+    return pieces
+
+
+@njit(cache=True, fastmath=_FAST)
+def _queries_from_piece(q_scaled, cumulative, span, scale):
+    """q_scaled[:c] *= scale · exp(B_last + span) column by column: from the one piece's queries
+    Q ⊙ exp(B − B_last − span) to the decayed queries scale · Q ⊙ exp(B). Every factor is at most
+    exp(span), and the piece's own factors are at least exp(−span), so nothing over- or
+    underflows that the true value would not."""
+    c, d_k = cumulative.shape
+    factors = np.empty(d_k, q_scaled.dtype)
+    for r in range(d_k):
+        factors[r] = scale * np.exp(cumulative[c - 1, r] + span)
+    for i in range(c):
+        for r in range(d_k):
+            q_scaled[i, r] *= factors[r]
 
 
 @njit(cache=True, fastmath=_FAST)

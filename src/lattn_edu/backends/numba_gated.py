@@ -24,7 +24,8 @@ from numba import njit, prange
 from .._checks import nonfinite_error, nonfinite_output_error, overflow_error
 from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _gemm, _lower_triangle_matmul,
                          _probe, one_blas_thread)
-from .numba_decay import _decayed_queries, _scalar_decay_weights, _vector_decay_weights
+from .numba_decay import (_chunk_cumulative, _decayed_queries, _queries_from_piece, _scalar_decay_weights,
+                          _vector_decay_weights)
 
 # The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
 # [exp(-θ), 1], key factors in (0, 1]); and exponents below which exp is 0 in the dtype.
@@ -173,12 +174,12 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             probe[1] += found
             v_c, out_c = v[b, start:stop], out[b, start:stop]  # [c, d_v]
             weights = weights_scratch[:c * c].reshape((c, c))
-            for i in range(c):
-                for r in range(g.shape[2] if kind != 0 else 0):
-                    cumulative[i, r] = g[b, start + i, r] + (cumulative[i - 1, r] if i > 0 else 0)
+            if kind != 0:
+                _chunk_cumulative(g[b], start, stop, cumulative)
+            pieces = 0
             if kind == 2:
-                _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled,
-                                      piece_scratch, exponents, fast_exp, high, low, blas)
+                pieces = _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled,
+                                               piece_scratch, exponents, fast_exp, high, low, blas)
             else:
                 _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q_c K_cᵀ
             if kind == 1:
@@ -192,7 +193,10 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             probe[2] += _copy_rows(v_c, out_c)
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
             queries = q_c  # the queries as they are, or decayed back to the chunk's start and scaled
-            if decayed:
+            if pieces == 1:  # q_scaled holds the one piece's queries: rescale them by columns
+                _queries_from_piece(q_scaled[:c], cumulative[:c], span, scale)
+                queries = q_scaled[:c]
+            elif decayed:
                 _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
                 queries = q_scaled[:c]
             _gemm(queries, s, out_c, False, False, 1, blas)  # + every chunk before it

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from .numba_blas import _FAST, _blas_arguments, _gemm, _lower_triangle_matmul, _unit_lower_solve
-from .numba_decay import _decayed_queries, _vector_decay_weights
+from .numba_decay import _chunk_cumulative, _decayed_queries, _vector_decay_weights
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
@@ -52,9 +52,7 @@ def _kda_chunkwise_kernel(q, k, v, beta, g, scale, chunk_size, span, fast_exp, s
             c = stop - start
             q_c, k_c, v_c, out_c = q[b, start:stop], k[b, start:stop], v[b, start:stop], out[b, start:stop]
             beta_c, u = beta[b, start:stop], pseudo[:c]
-            for i in range(c):
-                for r in range(d_k):
-                    cumulative[i, r] = g[b, start + i, r] + (cumulative[i - 1, r] if i > 0 else 0)
+            _chunk_cumulative(g[b], start, stop, cumulative)
             system = system_scratch[:c * c].reshape((c, c))
             weights = weights_scratch[:c * c].reshape((c, c))
             _vector_decay_weights(k_c, k_c, cumulative[:c], span, system, x_scaled, k_scaled, piece_scratch,
