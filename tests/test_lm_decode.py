@@ -48,3 +48,33 @@ def test_a_smoke_run_times_every_model_at_every_context(script, tmp_path):
     drawn = dict(zip(bars[0].lines[0].get_xdata(), bars[0].lines[0].get_ydata()))
     assert drawn[40] == softmax["median_ms"]
     matplotlib.pyplot.close(fig)
+
+
+def test_the_decode_plot_highlights_three_models_and_marks_the_crossing():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_hex
+
+    from lattn_edu.lm import plots
+
+    record = records.load_record("lm_decode.json")
+    fig = plots.plot_decode(record, crossing=1182.0)
+    ax = fig.axes[0]
+    models = list(dict.fromkeys(r["model"] for r in record["rows"]))
+    colours = {model: to_hex(bar.lines[0].get_color()) for model, bar in zip(models, ax.containers)}
+    strong = [colours[m] for m in plots.DECODE_HIGHLIGHT]
+    assert len(set(strong)) == 3 and plots.MUTED not in strong
+    assert {colours[m] for m in models if m not in plots.DECODE_HIGHLIGHT} == {plots.MUTED}
+    widths = {model: bar.lines[0].get_linewidth() for model, bar in zip(models, ax.containers)}
+    assert min(widths[m] for m in plots.DECODE_HIGHLIGHT) > max(
+        widths[m] for m in models if m not in plots.DECODE_HIGHLIGHT)
+    dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"
+              and list(line.get_xdata()) == [1182.0, 1182.0]]
+    assert len(dotted) == 1 and "1,182" in dotted[0].get_label()
+    matplotlib.pyplot.close(fig)
+    plain = plots.plot_decode(record, highlight=None)  # every model in its own colour, no line
+    assert to_hex(plain.axes[0].containers[0].lines[0].get_color()) == plots.LM_STYLES["softmax"][0].lower()
+    assert not [line for line in plain.axes[0].get_lines() if "N ≈" in line.get_label()]
+    matplotlib.pyplot.close(plain)
+    with pytest.raises(ValueError, match="at most 3"):
+        plots.plot_decode(record, highlight=("softmax", "linear", "kda", "mamba2"))

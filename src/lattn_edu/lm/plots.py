@@ -67,19 +67,46 @@ def plot_position_bits(record: dict[str, Any]) -> Any:
     return fig
 
 
-def plot_decode(record: dict[str, Any]) -> Any:
+# plot_decode's highlighted models, in order: strong colours that stay apart; the rest grey
+DECODE_HIGHLIGHT = ("softmax", "gated_deltanet", "hybrid")
+HIGHLIGHT_COLOURS = (PALETTE["blue"], PALETTE["black"], PALETTE["vermillion"])
+MUTED = "#9a9a9a"
+
+
+def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECODE_HIGHLIGHT,
+                crossing: float | None = None, crossing_label: str = "softmax crosses gated_deltanet") -> Any:
     """Decode time per token against the context (benchmarks/lm_decode.py's record, log-log):
-    the median of each model, with its 95th percentile as the bar's top."""
+    the median of each model, with its 95th percentile as the bar's top.
+
+    The models in ``highlight`` (at most three) are drawn thick, in strong colours that stay
+    apart (blue, black, vermillion, in that order) and on top; every other model thin and
+    grey, told apart by its marker. ``highlight=None`` draws every model in its own colour
+    (:data:`LM_STYLES`). ``crossing``, a context, adds a dotted vertical line there, labelled
+    ``crossing_label`` and the context.
+    """
     import matplotlib.pyplot as plt
 
+    if highlight is not None and len(highlight) > len(HIGHLIGHT_COLOURS):
+        raise ValueError(f"highlight at most {len(HIGHLIGHT_COLOURS)} models; got {highlight!r}")
+    colours = {} if highlight is None else dict(zip(highlight, HIGHLIGHT_COLOURS))
     fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
     models = dict.fromkeys(row["model"] for row in record["rows"])
-    for model in models:
+    for model in models:  # the record's order (softmax first), highlighted ones on top
         rows = sorted((r for r in record["rows"] if r["model"] == model), key=lambda r: r["context"])
         colour, line, marker = LM_STYLES[model]
+        weight = {}  # highlight=None: every model in its own colour, matplotlib's widths
+        if highlight is not None:
+            strong = model in colours
+            colour = colours.get(model, MUTED)
+            weight = {"lw": 2 if strong else 0.8, "markersize": 6 if strong else 3.5,
+                      "elinewidth": 1 if strong else 0.6, "zorder": 3 if strong else 2}
         medians = np.array([r["median_ms"] for r in rows])
         ax.errorbar([r["context"] for r in rows], medians, fmt=marker + line, color=colour, capsize=2,
-                    yerr=[np.zeros_like(medians), [r["p95_ms"] - r["median_ms"] for r in rows]], label=model)
+                    yerr=[np.zeros_like(medians), [r["p95_ms"] - r["median_ms"] for r in rows]], label=model,
+                    **weight)
+    if crossing is not None:
+        ax.axvline(crossing, ls=":", color="#444444", lw=1.4, zorder=1,
+                   label=f"{crossing_label}, N ≈ {crossing:,.0f}")
     ax.set(xscale="log", yscale="log", xlabel="tokens already in the cache N",
            ylabel="ms per decoded token (median; bar: p95)",
            title=f"{record['settings']['num_layers']} layers, d_model {record['settings']['d_model']}, "
