@@ -186,7 +186,15 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     assert np.allclose(drawn, expected) and len(expected) == 4  # linear, the hybrid, two windows
     window_line = [line for line in ax.get_lines() if line.get_linestyle() == "--" and line.get_color() != "gray"]
     assert [list(line.get_xdata()) for line in window_line] == [[1402, 1404]]  # narrowest to widest
+    # every marker labelled at its point, by its model or its window; ticks at the memories drawn
+    labels = sorted((text.get_text(), text.xy) for text in ax.texts if text.get_text() != "guessing")
+    assert labels == sorted(("W = " + str(r["window"]) if "window" in r else r["model"], (r["cache_floats"],
+                             round(r["mean"], 3))) for r in recall.summarise(record))
+    assert sorted(ax.get_xticks()) == sorted(x for x, _ in expected)
     assert plots.style_of("linear+softmax")[0] == plots.STYLES["linear"][0]
+    # hybrids of one recurrent mixer: one colour, told apart by line and marker
+    one, half = plots.style_of("linear*3+softmax"), plots.style_of("linear+softmax")
+    assert one[0] == half[0] and one[1] != half[1] and one[2] != half[2]
     plt.close(fig)
 
 
@@ -203,12 +211,19 @@ def test_chosen_losses_draw_each_chosen_run_once_per_seed_and_refuse_a_missing_o
     record = study_module.study_record(study, "fake", runs, len(runs), 1.0, workers=1)
     fig = plots.plot_chosen_losses(record, {"a": [("linear+softmax", None)], "b": [("sliding_window", 4)]})
     for ax, (model, window) in zip(fig.axes, [("linear+softmax", None), ("sliding_window", 4)]):
-        curves = [line for line in ax.get_lines() if line.get_linestyle() != "--"]
+        curves = [line for line in ax.get_lines() if line.get_color() != "gray"]  # grey: the two levels
         expected = sorted(tuple(r["loss_curve"]) for r in runs if r["model"] == model and r.get("window") == window)
         assert sorted(tuple(line.get_ydata()) for line in curves) == expected and len(expected) == 3
         np.testing.assert_array_equal(curves[0].get_xdata(), 3 * np.arange(1, 6))
-        levels = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--")
+        # the memory figure's scheme: a model's colour and marker, as style_of gives them
+        assert {(line.get_color(), line.get_marker()) for line in curves} == {plots.style_of(model)[::2]}
+        levels = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_color() == "gray")
         assert levels == pytest.approx([np.log(recall.TINY.num_values) / 2, np.log(recall.TINY.num_values)])
+    plt.close(fig)
+    fig = plots.plot_chosen_losses(record, {"windows": [("sliding_window", 2), ("sliding_window", 4)]})
+    styles = {line.get_label(): line.get_linestyle() for line in fig.axes[0].get_lines()
+              if line.get_label().startswith("sliding_window")}
+    assert len(styles) == 2 and len(set(styles.values())) == 2  # each window a line of its own
     plt.close(fig)
     with pytest.raises(ValueError, match="no run of 'sliding_window' with window 3"):
         plots.plot_chosen_losses(record, {"a": [("sliding_window", 3)]})

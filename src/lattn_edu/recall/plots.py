@@ -73,34 +73,48 @@ def plot_loss_curves(record: dict[str, Any]) -> Any:
                                  for p in config["pair_counts"]})
 
 
+# the line styles of the sliding windows in one loss figure, widest first: every window keeps the
+# sliding window's colour and marker (as in :func:`plot_memory_recall`) and gets a line of its own
+WINDOW_LINES = ("--", ":", (0, (3, 1, 1, 1)), (0, (1, 3)), (0, (5, 1, 1, 1, 1, 1)))
+
+
 def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]]) -> Any:
     """The training loss of chosen runs against step: one panel per title, each holding the
-    (model, window) pairs listed (window None for every model but the sliding window), one
-    colour per pair and a thin line per seed, with the guessing loss and half of it dashed."""
+    (model, window) pairs listed (window None for every model but the sliding window), a thin
+    line per seed, with the guessing loss and half of it dashed in grey.
+
+    Each model is drawn in :func:`style_of`'s colour, line and marker (a marker every few
+    points), the scheme of :func:`plot_memory_recall`, so a colour means the same model in
+    both figures; the windows share the sliding window's colour and marker and each gets its
+    own line (:data:`WINDOW_LINES`, widest first)."""
     import matplotlib.pyplot as plt
 
     every = record["config"]["curve_every"]
     guess = guessing_loss(record)
-    colours = [PALETTE[name] for name in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
+    windows = sorted({w for chosen in panels.values() for _, w in chosen if w is not None}, reverse=True)
+    if len(windows) > len(WINDOW_LINES):
+        raise ValueError(f"{len(windows)} windows chosen; at most {len(WINDOW_LINES)} line styles")
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 0.4, 3.8), sharey=True,
                              squeeze=False, layout="constrained")
     for ax, (title, chosen) in zip(axes[0], panels.items()):
-        if len(chosen) > len(colours):
-            raise ValueError(f"panel {title!r} lists {len(chosen)} runs; at most {len(colours)} fit")
-        for colour, (model, window) in zip(colours, chosen):
+        for model, window in chosen:
             runs = [r for r in record["runs"] if r["model"] == model and r.get("window") == window]
             if not runs:
                 raise ValueError(f"the record has no run of {model!r} with window {window!r}")
+            colour, line, marker = style_of(model)
+            if window is not None:
+                line = WINDOW_LINES[windows.index(window)]
             for i, run in enumerate(sorted(runs, key=lambda r: r["seed"])):
                 steps = every * (np.arange(len(run["loss_curve"])) + 1)
                 label = (model + (f" (W = {window})" if window else "")) if i == 0 else None
-                ax.plot(steps, run["loss_curve"], color=colour, lw=1, label=label)
+                ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1, label=label, marker=marker,
+                        markersize=4, markevery=(i, 4))  # seeds' markers a point apart
         for level, name in ((guess, "guessing loss"), (guess / 2, "half of it")):
             ax.axhline(level, color="gray", lw=0.8, ls="--")
             ax.annotate(name, (0, level), xytext=(2, 2), textcoords="offset points",
                         xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
         ax.set(xlabel="training step", title=title)
-        ax.legend(fontsize=7, loc="lower left")
+        ax.legend(fontsize=7, loc="lower left", handlelength=3)
     axes[0][0].set_ylabel(f"loss (nats), {every}-step mean")
     return fig
 
@@ -164,23 +178,35 @@ def plot_state_sweep(record: dict[str, Any]) -> Any:
 
 def style_of(model: str) -> tuple[str, str, str]:
     """(colour, line style, marker) of a registered mixer, or of a layer pattern: a hybrid of
-    recurrent and softmax layers takes the recurrent mixer's colour and a marker per softmax count."""
+    recurrent and softmax layers takes the recurrent mixer's colour, and a line and a marker for
+    softmax in fewer than half its layers (dash-dot, square) or in half or more (dash-dot-dot,
+    diamond): ``"gated_deltanet*3+softmax"`` and ``"gated_deltanet+softmax"`` differ."""
     if model in STYLES:
         return STYLES[model]
     layers = parse_pattern(model)
     colour, _, _ = STYLES[next(name for name in layers if name != "softmax")]
-    return colour, "-.", "s" if layers.count("softmax") == 1 else "D"
+    if 2 * layers.count("softmax") < len(layers):  # softmax in fewer than half the layers
+        return colour, "-.", "s"
+    return colour, (0, (5, 1.5, 1, 1.5, 1, 1.5)), "D"  # dash-dot-dot
+
+
+def _short_label(row: dict[str, Any]) -> str:
+    """A marker's label in :func:`plot_memory_recall`: the model's name, or W = its window."""
+    return f"W = {row['window']}" if "window" in row else row["model"]
 
 
 def plot_memory_recall(record: dict[str, Any]) -> Any:
     """Recall accuracy against the numbers each model keeps per sequence after the task's 3P
-    tokens (all layers; log scale): mean over seeds with the range as an error bar, the
-    sliding windows joined by a line from the narrowest to the widest."""
+    tokens (all layers; log scale, ticked at the numbers the models keep): mean over seeds with
+    the range as an error bar, each marker labelled with its model (a window by W = its width;
+    models at the same point share one label), the sliding windows joined by a line from the
+    narrowest to the widest."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     config = record["config"]
     rows = summarise(record, "main")
-    fig, ax = plt.subplots(figsize=(7.4, 4.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.4, 4.4), layout="constrained")  # labels, no legend
     for row in rows:
         colour, _, marker = style_of(row["model"])
         label = row["model"] + (f" (W = {row['window']})" if "window" in row else "")
@@ -191,11 +217,26 @@ def plot_memory_recall(record: dict[str, Any]) -> Any:
     if windows:
         ax.plot([r["cache_floats"] for r in windows], [r["mean"] for r in windows], "--",
                 color=style_of(windows[0]["model"])[0], lw=0.8)
-    ax.axhline(1 / config["base"]["num_values"], color="gray", lw=0.8, ls=":", label="guessing")
+    points: dict[tuple[int, float], list[str]] = {}  # models at one point share a label
+    for row in rows:
+        points.setdefault((row["cache_floats"], round(row["mean"], 3)), []).append(_short_label(row))
+    for (x, y), names in points.items():
+        # of two labels at one memory within 0.1 in accuracy, the lower goes below its marker
+        close = [other for (ox, other) in points if ox == x and other != y and abs(other - y) < 0.1]
+        below = any(other > y for other in close)
+        ax.annotate(" and ".join(names), (x, y), xytext=(5, -9 if below else 3), textcoords="offset points",
+                    fontsize=7, color="#333333")
+    memory = sorted({row["cache_floats"] for row in rows})
+    chance = 1 / config["base"]["num_values"]
+    ax.axhline(chance, color="gray", lw=0.8, ls=":")
+    ax.annotate("guessing", (0, chance), xytext=(2, -9), textcoords="offset points",
+                xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
     pairs = config["pair_counts"][0]
     ax.set(xscale="log", xlabel=f"numbers kept per sequence after {3 * pairs} tokens (all layers)",
            ylabel="accuracy (bar: seeds' range)",
            title=f"P = {pairs} pairs, {config['base']['num_layers']} layers, "
                  f"{config['base']['steps']:,} steps, {seed_counts(rows)} seeds")
-    fig.legend(loc="outside right upper", fontsize=8)
+    ax.set_xticks(memory, [f"{m:,}" for m in memory], rotation=90, fontsize=8)
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(memory[0] / 1.3, memory[-1] * 2)  # room for the labels on the right
     return fig
