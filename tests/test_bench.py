@@ -283,3 +283,32 @@ def test_without_a_working_compiler_the_compiled_peers_are_left_out_with_the_rea
             peers.torch_chunkwise_linear_attention(q, q, q, compiled=True)
     finally:
         peers.compiler_problem.cache_clear()
+
+
+def test_plots_of_the_record_name_lines_as_the_chapter_does_with_legends_off_the_data():
+    """The packaged record's figures label our kernel and the peer as chapter 9 does, mark
+    the crossovers in the legend as interpolated, and keep every legend below the panels
+    (a figure legend, none inside a panel)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    record = bench.load_results()
+    for plot in (bench.plot_throughput, bench.plot_ratio, bench.plot_times):
+        fig = plot(record)
+        try:
+            assert all(ax.get_legend() is None for ax in fig.axes)
+            (legend,) = fig.legends
+            texts = [t.get_text() for t in legend.get_texts()]
+            assert len(texts) == len(set(texts))
+            if plot is bench.plot_ratio:
+                assert "d = 128, peer, eager" in texts and "d = 128, peer, compiled" in texts
+            else:
+                assert {"ours (numba chunkwise)", "peer, eager", "peer, compiled"} <= set(texts)
+                assert bench.OURS not in texts and bench.PEER not in texts
+            if plot is bench.plot_times:
+                assert {f"ours overtakes {name} (interpolated)"
+                        for name in (bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA)} <= set(texts)
+        finally:
+            plt.close(fig)

@@ -2,7 +2,9 @@
 
 Each ``plot_*`` takes a record (as :func:`lattn_edu.bench.load_results` returns it) and
 returns a matplotlib Figure, so a chapter draws the recorded run and the command writes
-the same figures as PNG files next to its CSV.
+the same figures as PNG files next to its CSV. Lines are labelled as chapter 9 names them
+(:data:`LABELS`: "ours (numba chunkwise)", "peer, eager", ...), not by the record's method
+keys, and the panels' legends sit below the panels, off the data.
 """
 
 from __future__ import annotations
@@ -23,6 +25,26 @@ _STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-
           SOFTMAX_OURS: ("C7", "o", "-."), SOFTMAX_SDPA: ("C8", "s", "-."), "numpy softmax": ("C9", "^", "-.")}
 
 
+# What a legend calls a method (the record's key where the key already says what it is).
+LABELS = {OURS: "ours (numba chunkwise)", KERNEL: "ours, kernel called directly", PEER: "peer, eager",
+          PEER_COMPILED: "peer, compiled", "torch chunkwise": "torch backend chunkwise",
+          "numba parallel": "numba parallel (ours, timed again)", "numpy softmax": "numpy softmax (whole N×N matrix)"}
+
+
+def label(method: str) -> str:
+    """The legend's name for a method of the record (:data:`LABELS`, else the method's key)."""
+    return LABELS.get(method, method)
+
+
+def _legend_below(fig: Any, axes: Any, ncol: int) -> None:
+    """One legend for the whole figure, below its panels: each label once, in the order drawn."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(text, handle)
+    fig.legend(list(entries.values()), list(entries), fontsize=7, loc="outside lower center", ncol=ncol)
+
+
 def _label(record: dict) -> str:
     m = record["machine"]
     return (f"{m['cpu']}, {m['cores']} cores; numba {m['numba_threads']} threads, torch "
@@ -36,14 +58,16 @@ def _method_panels(record: dict, names: tuple[str, ...], value: Callable[[dict],
     import matplotlib.pyplot as plt
 
     rows, dims = record["results"], record["settings"]["dims"]
-    fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.8), sharey=True, squeeze=False,
+                             layout="constrained")
     for ax, d in zip(axes[0], dims):
         for name in names:
             ok = timed_rows(rows, name, d)
             if ok:
                 colour, marker, line = _STYLE[name]
                 sizes = sorted(ok)
-                ax.plot(sizes, [value(ok[n]) for n in sizes], line, marker=marker, color=colour, label=name, ms=4)
+                ax.plot(sizes, [value(ok[n]) for n in sizes], line, marker=marker, color=colour, label=label(name),
+                        ms=4)
         ax.set(xlabel="sequence length N", title=f"d = d_v = {d}")
     axes[0][0].set_ylabel(ylabel)
     return fig, dict(zip(dims, axes[0]))
@@ -61,7 +85,7 @@ def plot_throughput(record: dict) -> Any:
         if ceiling:
             ax.axhline(float(np.median(ceiling)), color="black", lw=1, ls=":", label="numpy sgemm (ceiling)")
         ax.set_xscale("log", base=2)
-    ax.legend(fontsize=7, loc="best")
+    _legend_below(fig, panels.values(), ncol=5)
     fig.suptitle("Causal linear attention throughput. " + _label(record), fontsize=8)
     return fig
 
@@ -71,35 +95,38 @@ def plot_ratio(record: dict) -> Any:
     solid against the eager peer, dashed against the compiled one where the record has it."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    fig, ax = plt.subplots(figsize=(6.0, 4.4), layout="constrained")
     for i, (d, shapes) in enumerate(_group(record["summary"]["per_shape"], "d").items()):
         ax.plot([s["n"] for s in shapes], [s["ratio"] for s in shapes], marker="o", color=f"C{i}",
-                label=f"d = {d}, eager peer")
+                label=f"d = {d}, {label(PEER)}")
         compiled = [s for s in shapes if s.get("compiled_ratio") is not None]
         if compiled:
             ax.plot([s["n"] for s in compiled], [s["compiled_ratio"] for s in compiled], "--", marker="s",
-                    color=f"C{i}", label=f"d = {d}, compiled peer")
+                    color=f"C{i}", label=f"d = {d}, {label(PEER_COMPILED)}")
     ax.axhline(1.0, color="black", lw=1, ls=":")
     ax.set_xscale("log", base=2)
-    ax.set(xlabel="sequence length N", ylabel="speed-up over the torch chunkwise peer",
+    ax.set(xlabel="sequence length N", ylabel="speed-up: peer's time / ours",
            title="Our chunkwise kernel against the peers (same run)")
-    ax.legend(fontsize=8)
+    _legend_below(fig, [ax], ncol=3)
     fig.suptitle(_label(record), fontsize=7)
     return fig
 
 
 def plot_times(record: dict) -> Any:
     """Time per call against N on log-log axes: linear (ours, peer) against softmax (ours, SDPA,
-    materialised), one panel per d, with the crossovers marked."""
+    materialised), one panel per d, with the crossovers marked: a dotted line where ours becomes
+    faster than a softmax kernel, at the N interpolated between the two lengths that bracket it
+    (or at the shortest length, when ours is already faster there)."""
     names = (OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax")
     fig, panels = _method_panels(record, names, lambda row: 1e3 * row["median_s"], "time per call (ms, median)")
     for d, ax in panels.items():
         for entry in record["summary"]["crossover"]:
             if entry["d"] == d and entry["crossover_n"] is not None:
-                ax.axvline(entry["crossover_n"], color=_STYLE[entry["softmax"]][0], lw=0.8, ls=":")
+                ax.axvline(entry["crossover_n"], color=_STYLE[entry["softmax"]][0], lw=0.8, ls=":",
+                           label=f"ours overtakes {label(entry['softmax'])} (interpolated)")
         ax.set_xscale("log")
         ax.set_yscale("log")
-    ax.legend(fontsize=7, loc="upper left")
+    _legend_below(fig, panels.values(), ncol=4)
     fig.suptitle("Causal attention, linear vs softmax (dotted: crossovers). " + _label(record), fontsize=8)
     return fig
 
