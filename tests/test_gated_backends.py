@@ -53,6 +53,18 @@ def test_gated_forms_match_the_reference(backend, form, decay, dtype, rng):
     assert_close(state, expected_state, what=f"{backend} {form} final state")
 
 
+@pytest.mark.parametrize("decay", ["scalar", "vector"])
+@pytest.mark.parametrize("form", GATED_FORMS)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_callers_arrays_are_left_as_they_were(backend, form, decay, rng):
+    # a gate of the full shape reaches the kernels as the caller's own array, not a read-only view
+    inputs = gated_inputs(rng, decay=decay, dtype=np.float32)
+    before = [x.copy() for x in inputs]
+    la.gated_linear_attention(*inputs[:4], form=form, backend=backend, chunk_size=8, initial_state=inputs[4])
+    for name, x, x0 in zip(("q", "k", "v", "log_decay", "initial_state"), inputs, before):
+        assert np.array_equal(x, x0), f"{backend} {form} wrote into {name}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("gated", [False, True], ids=["deltanet", "gated"])
 @pytest.mark.parametrize("form", DELTA_FORMS)
