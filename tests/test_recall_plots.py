@@ -146,6 +146,19 @@ def test_plateau_exit_is_the_end_of_the_first_window_below_half_the_guessing_los
     assert recall.plateau_exit({"loss_curve": curve[:3]}, record) is None
 
 
+def test_plateau_start_is_the_end_of_the_first_window_a_margin_below_the_guessing_loss():
+    record = {"config": {"base": {"num_values": 49}, "curve_every": 7}}  # guessing loss ln 49
+    guess = np.log(49)
+    curve = [guess + 0.3, guess - 0.05, guess - 0.2, np.log(7) - 1e-9]
+    assert recall.plateau_start({"loss_curve": curve}, record) == 7 * 3
+    assert recall.plateau_start({"loss_curve": curve}, record, margin=0.01) == 7 * 2
+    assert recall.plateau_start({"loss_curve": curve[:2]}, record) is None
+    assert recall.plateau_start({"loss_curve": curve}, record) <= recall.plateau_exit({"loss_curve": curve}, record)
+    for bad in (0, -0.1, guess, True, "0.1"):
+        with pytest.raises(ValueError, match="margin"):
+            recall.plateau_start({"loss_curve": curve}, record, margin=bad)
+
+
 def test_late_drop_compares_the_means_of_the_last_windows():
     curve = [9.0] * 3 + [2.0, 4.0, 6.0] + [1.0, 2.0, 3.0]
     assert recall.late_drop({"loss_curve": curve}, windows=3) == pytest.approx(0.5)

@@ -61,7 +61,7 @@ from .mixers import (MIXERS, MODELS, BasedMixer, ChannelDecay, DeltaNetMixer, El
                      SlidingWindowMixer, SoftmaxMixer, TitansLinearMixer, TttLinearMixer, layer_pattern,
                      make_mixer, mixer_class, parse_pattern, register_mixer)
 from .study import (FULL_STUDY, HYBRID_STUDY, QUICK_STUDY, STUDIES, StudyConfig, guessing_loss, late_drop, planned_runs,
-                    plateau_exit, run_study, seed_counts, summarise, sweep_runs)
+                    plateau_exit, plateau_start, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
 from .task import make_batch, window_reach
 from .training import accuracy, learning_rate_factor, sweep, train_one
@@ -117,6 +117,7 @@ __all__ = [
     "parse_pattern",
     "planned_runs",
     "plateau_exit",
+    "plateau_start",
     "register_mixer",
     "run",
     "run_study",

@@ -187,14 +187,29 @@ def guessing_loss(record: dict[str, Any]) -> float:
 
 
 def plateau_exit(run: dict[str, Any], record: dict[str, Any]) -> int | None:
-    """The step by which ``run`` left the loss plateau, or None if it never did.
+    """The step by which ``run`` fell below half the guessing loss (chapter 10 calls this leaving
+    the plateau), or None if it never did.
 
     That is the end of the first loss-curve window whose mean is below half the guessing loss
     (ln of the number of values): there the right value gets about 1/sqrt(values) of the
     probability on average, clearly learning though far from done.
     """
-    half_chance = guessing_loss(record) / 2
-    first = next((i for i, loss in enumerate(run["loss_curve"]) if loss < half_chance), None)
+    return _first_step_below(run, record, guessing_loss(record) / 2)
+
+
+def plateau_start(run: dict[str, Any], record: dict[str, Any], margin: float = 0.1) -> int | None:
+    """The step by which ``run``'s loss started to fall off the plateau: the end of the first
+    loss-curve window whose mean is ``margin`` nats below the guessing loss, or None if none is.
+    It comes at or before :func:`plateau_exit`; far apart, the run found the lookup but learned
+    it slowly."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < guessing_loss(record):
+        raise ValueError(f"margin must be a number of nats in (0, guessing loss = {guessing_loss(record):.3f}); "
+                         f"got {margin!r}")
+    return _first_step_below(run, record, guessing_loss(record) - margin)
+
+
+def _first_step_below(run: dict[str, Any], record: dict[str, Any], level: float) -> int | None:
+    first = next((i for i, loss in enumerate(run["loss_curve"]) if loss < level), None)
     return None if first is None else record["config"]["curve_every"] * (first + 1)
 
 
