@@ -107,6 +107,15 @@ def test_nonfinite_errors_say_what_to_change():
     assert "feature_map='relu'" in message and "eps=0.0" in message and "eps > 0" in message
     overflow = str(checks.overflow_error())
     assert "overflowed" in overflow and "rescale them or use float64" in overflow
+    positive = str(checks.positive_log_decay_error(0.5))
+    assert positive == "log_decay must be <= 0 (a decay exp(g) in (0, 1]); got a largest value of 0.5"
+
+
+def test_check_log_decay_can_leave_the_values_to_a_kernel():
+    # a kernel that reads the decays anyway checks their values; the shape and dtype still here
+    for bad in (np.nan, 0.5):
+        assert checks.check_log_decay(np.full(LEAD + (N,), bad), Q, values=False) is not None
+    assert_refused(lambda: checks.check_log_decay(G[..., :6], Q, values=False), ValueError, "does not broadcast")
 
 
 # ---- sequences, and q, k, v together --------------------------------------------------------

@@ -60,6 +60,34 @@ def test_chunkwise_kernel_names_a_nonfinite_input_as_every_backend_does(name, ba
             la.gated_linear_attention(inputs["q"], inputs["k"], inputs["v"], g, backend=backend, chunk_size=8)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 0.25], ids=["nan", "inf", "-inf", "positive"])
+@pytest.mark.parametrize("gate", ["scalar", "vector"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunkwise_kernel_refuses_a_bad_log_decay_as_every_backend_does(bad, gate, dtype, rng):
+    # The numba chunkwise form checks the log decays' values itself (the public function checks
+    # only their shape and dtype): the same error, word for word, as the numpy backend's.
+    q, k, v = rng.standard_normal((3, 2, 37, 5)).astype(dtype)
+    g = -rng.uniform(0, 1, (2, 37) if gate == "scalar" else (2, 37, 5)).astype(dtype)
+    g[(1, 33) if gate == "scalar" else (1, 33, 4)] = bad  # the last chunk of the second sequence
+    g[(0, 2) if gate == "scalar" else (0, 2, 1)] = 0.125  # above 0 too, in the other sequence
+    messages = set()
+    for backend in ("numba", "numpy"):
+        with pytest.raises(ValueError) as refused:
+            la.gated_linear_attention(q, k, v, g, backend=backend, chunk_size=8)
+        messages.add(str(refused.value))
+    assert len(messages) == 1
+    expected = "log_decay must be <= 0 (a decay exp(g) in (0, 1]); got a largest value of 0.25"
+    assert messages.pop() == expected if bad == 0.25 else messages.pop().startswith("log_decay must be finite")
+
+
+def test_a_bad_q_is_named_before_a_bad_log_decay_by_the_kernel_as_by_the_checks(rng):
+    q, k, v = rng.standard_normal((3, 2, 21, 5))
+    q[0, 20, 0], g = np.nan, np.full((2, 21), 0.5)
+    for backend in ("numba", "numpy"):
+        with pytest.raises(ValueError, match="^q must be finite"):
+            la.gated_linear_attention(q, k, v, g, backend=backend, chunk_size=8)
+
+
 @pytest.mark.parametrize("form", ["chunkwise", "recurrent", "parallel"])
 def test_an_overflow_is_the_same_error_on_every_form(form):
     q = np.full((2, 19, 3), 1e30, np.float32)  # q·k = 3e60: inf in float32

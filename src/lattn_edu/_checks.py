@@ -196,21 +196,23 @@ def check_scale(scale: Any, d_k: int) -> float:
     return float(scale)
 
 
-def match_kind(x: Any, name: str, like: Any) -> Any:
-    """``x`` as a float array of ``like``'s kind (numpy or torch) and dtype, finite."""
+def match_kind(x: Any, name: str, like: Any, finite: bool = True) -> Any:
+    """``x`` as a float array of ``like``'s kind (numpy or torch) and dtype, finite unless
+    ``finite=False`` (for a caller whose kernel checks it itself)."""
     x = as_float_array(x, name)
     if is_torch_tensor(x) != is_torch_tensor(like):
         raise TypeError(f"{name} must be a {type(like).__name__} like q; got {type(x).__name__}")
     if dtype_name(x) != dtype_name(like):
         raise TypeError(f"{name} must have q's dtype {dtype_name(like)}; got {dtype_name(x)}")
-    check_finite(x, name)
+    if finite:
+        check_finite(x, name)
     return x
 
 
-def check_per_step(x: Any, name: str, q: Any, widths: tuple[str, ...], valid: str) -> Any:
+def check_per_step(x: Any, name: str, q: Any, widths: tuple[str, ...], valid: str, finite: bool = True) -> Any:
     """A per-step gate: [..., N] (``"scalar"`` in widths) or [..., N, d_k] (``"vector"``),
     broadcast to q's leading axes. ``valid`` describes the value range for messages."""
-    x = match_kind(x, name, q)
+    x = match_kind(x, name, q, finite)
     lead, n, d_k = tuple(q.shape[:-2]), q.shape[-2], q.shape[-1]
     targets = {"scalar": lead + (n,), "vector": lead + (n, d_k)}
     target = targets["scalar"] if x.ndim == q.ndim - 1 else targets["vector"] if x.ndim == q.ndim else None
@@ -242,17 +244,24 @@ def extreme(x: Any, which: str) -> float:
     return float(x.max() if which == "max" else x.min())
 
 
-def check_log_decay(log_decay: Any, q: Any, vector: bool = True) -> Any:
-    """Log decays g <= 0 (decay exp(g) in (0, 1]) per step: [..., N], or [..., N, d_k] if allowed."""
+def check_log_decay(log_decay: Any, q: Any, vector: bool = True, values: bool = True) -> Any:
+    """Log decays g <= 0 (decay exp(g) in (0, 1]) per step: [..., N], or [..., N, d_k] if allowed.
+    ``values=False`` checks the shape, kind and dtype only, for a caller whose kernel checks the
+    values as it reads them (and raises :func:`nonfinite_error` or :func:`positive_log_decay_error`)."""
     if log_decay is None:
         return None
     widths = ("scalar", "vector") if vector else ("scalar",)
-    log_decay = check_per_step(log_decay, "log_decay", q, widths, "log decay g <= 0")
-    largest = extreme(log_decay, "max")
-    if largest > 0:
-        raise ValueError(f"log_decay must be <= 0 (a decay exp(g) in (0, 1]); got a largest value "
-                         f"of {largest}")
+    log_decay = check_per_step(log_decay, "log_decay", q, widths, "log decay g <= 0", finite=values)
+    if values:
+        largest = extreme(log_decay, "max")
+        if largest > 0:
+            raise positive_log_decay_error(largest)
     return log_decay
+
+
+def positive_log_decay_error(largest: float) -> ValueError:
+    """The error for log decays above 0 (raised by check_log_decay and by fused kernels)."""
+    return ValueError(f"log_decay must be <= 0 (a decay exp(g) in (0, 1]); got a largest value of {largest}")
 
 
 def check_within(x: Any, name: str, low: float, high: float, why: str) -> Any:

@@ -200,8 +200,9 @@ def gated_linear_attention(q: Any, k: Any, v: Any, log_decay: Any = None, *, sca
     form = check_choice(form, "form", GATED_FORMS)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     return_state = check_bool(return_state, "return_state")
-    q, k, v = check_qkv(q, k, v, causal=True, finite=not checks_finite("gated", form, backend))
-    log_decay = check_log_decay(log_decay, q)
+    kernel_checks = checks_finite("gated", form, backend)
+    q, k, v = check_qkv(q, k, v, causal=True, finite=not kernel_checks)
+    log_decay = check_log_decay(log_decay, q, values=not kernel_checks)
     initial_state = check_initial_state(initial_state, q, v)
     return run_recurrence("gated", (q, k, v, log_decay), check_scale(scale, q.shape[-1]), form, backend,
                           chunk_size, initial_state, return_state)

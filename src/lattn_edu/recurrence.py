@@ -24,8 +24,9 @@ a Fenwick tree.
 :func:`run_recurrence` is the one way a public function reaches a backend: each backend
 module lists, in ``FAMILIES``, the forms it has for each family (see
 :mod:`lattn_edu.backends`), and in ``CHECKS_FINITE`` those that find NaN and inf in q, k, v
-and in their output in passes they make anyway (:func:`checks_finite`), so that the public
-function does not read those arrays again only to check them.
+and in their output (and the log decays' values, where the family has them) in passes they
+make anyway (:func:`checks_finite`), so that the public function does not read those arrays
+again only to check them.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ def run_recurrence(family: str, inputs: tuple, scale: Any, form: str, backend: s
 
 def checks_finite(family: str, form: str, backend: str) -> bool:
     """Whether ``backend``'s ``form`` of ``family`` raises the errors of :func:`check_finite`
-    for q, k and v, and of :func:`check_finite_result` for its output, itself (from passes it
-    makes anyway); the caller then skips those checks, each a pass over a whole array."""
+    for q, k and v, of ``check_log_decay`` for the log decays' values, and of
+    :func:`check_finite_result` for its output, itself (from passes it makes anyway); the
+    caller then skips those checks, each a pass over a whole array."""
     from .backends import get_backend
 
     return form in getattr(get_backend(backend), "CHECKS_FINITE", {}).get(family, ())

@@ -3,8 +3,8 @@
 - :func:`_gemm`, :func:`_lower_triangle_matmul` and :func:`_unit_lower_solve`: matrix
   products and a triangular solve from the BLAS that scipy ships, called by symbol from
   inside ``@njit`` code on C-contiguous 2-D arrays;
-- :func:`_exp_nonpositive`: exp of a flat block of numbers <= 0, as a polynomial that
-  vectorises in float32;
+- :func:`_exp_value` and :func:`_exp_nonpositive`: exp of a number <= 0 (or of a flat block
+  of them), as a polynomial that vectorises in float32;
 - :func:`_chunk_features`: an elementwise feature map (elu+1, relu) applied to one chunk of
   rows in scratch, so a kernel computes its features as it reaches them;
 - :func:`one_blas_thread` (from :mod:`lattn_edu._blas`): the context in which the kernels
@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 import llvmlite.binding as llvm
+from llvmlite import ir
 import numpy as np
 from numba import njit, types
-from numba.extending import get_cython_function_address
+from numba.extending import get_cython_function_address, intrinsic, overload
 
 from .._blas import one_blas_thread
 
@@ -151,40 +152,59 @@ def _unit_lower_solve(matrix, rhs, blas):
 # exp(x) for x <= 0 in float32 as a polynomial that vectorises (numba's np.exp is a
 # scalar call per element here): x = n·ln 2 + t with |t| <= ln 2 / 2, exp(t) by the
 # Cephes polynomial, and 2^n built from its exponent bits, in two factors so that
-# results below the smallest normal float (x < -87.3) come out as numpy's do.
+# results below the smallest normal float (x < -87.3) come out as numpy's do. It is a
+# function of one number, so a kernel computes its exponents and their exp in one loop,
+# without a scratch array between them.
 _LOG2E = np.float32(1.4426950408889634)
 _LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
 _EXP_POLY = (np.float32(1.9875691500e-4), np.float32(1.3981999507e-3), np.float32(8.3334519073e-3),
              np.float32(4.1665795894e-2), np.float32(1.6666665459e-1), np.float32(5.0000001201e-1))
 
 
+@intrinsic
+def _power_of_two(typingctx, n):
+    """2^n as a float32, for a float32 n holding an integer in [-126, 127]: the bits
+    (n + 127) << 23 read as a float (an integer shift and a bit cast, which vectorise)."""
+    if n != types.float32:
+        return None
+
+    def codegen(context, builder, signature, arguments):
+        biased = builder.fptosi(builder.fadd(arguments[0], ir.Constant(ir.FloatType(), 127.0)), ir.IntType(32))
+        return builder.bitcast(builder.shl(biased, ir.Constant(ir.IntType(32), 23)), ir.FloatType())
+    return types.float32(types.float32), codegen
+
+
 @njit(cache=True, fastmath=_FAST)
-def _exp_nonpositive_float32(x, n, high, low):
-    """x[:n] = exp(min(x[:n], 0)) in place, float32 [n]; high, low: int32 scratch [>= n]."""
+def _exp_nonpositive_float32(x):
+    """exp(min(x, 0)) for one float32 x, the polynomial; 0 below -104 (exp(-104) is 0 in float32)."""
     c0, c1, c2, c3, c4, c5 = _EXP_POLY
-    for i in range(n):
-        y = min(max(x[i], np.float32(-104.0)), np.float32(0.0))  # exp(-104) is 0 in float32
-        power = np.floor(y * _LOG2E + np.float32(0.5))
-        t = y - power * _LN2_HI - power * _LN2_LO  # |t| <= ln 2 / 2
-        p = ((((c0 * t + c1) * t + c2) * t + c3) * t + c4) * t + c5
-        x[i] = p * t * t + t + np.float32(1.0)  # exp(t)
-        exponent = np.int32(power)
-        top = max(exponent, np.int32(-126))
-        high[i] = (top + np.int32(127)) << 23  # the float 2^top
-        low[i] = (exponent - top + np.int32(127)) << 23  # the float 2^(n - top)
-    high_scale, low_scale = high.view(np.float32), low.view(np.float32)
-    for i in range(n):
-        x[i] = x[i] * high_scale[i] * low_scale[i]
+    y = min(max(x, np.float32(-104.0)), np.float32(0.0))
+    power = np.floor(y * _LOG2E + np.float32(0.5))
+    t = y - power * _LN2_HI - power * _LN2_LO  # |t| <= ln 2 / 2
+    p = ((((c0 * t + c1) * t + c2) * t + c3) * t + c4) * t + c5
+    top = max(power, np.float32(-126.0))  # 2^power as 2^top · 2^(power - top), both normal floats
+    return (p * t * t + t + np.float32(1.0)) * _power_of_two(top) * _power_of_two(power - top)
+
+
+def _exp_value(x, fast_exp):
+    """exp(min(x, 0)) for one number: the float32 polynomial when ``fast_exp``, else np.exp."""
+    return np.exp(min(x, 0.0))
+
+
+@overload(_exp_value, jit_options={"fastmath": _FAST})
+def _exp_value_of_type(x, fast_exp):
+    if x == types.float32:
+        def exp_float32(x, fast_exp):
+            return _exp_nonpositive_float32(x) if fast_exp else np.exp(min(x, np.float32(0.0)))
+        return exp_float32
+    return lambda x, fast_exp: np.exp(min(x, 0.0))
 
 
 @njit(cache=True, fastmath=_FAST)
-def _exp_nonpositive(x, n, fast_exp, high, low):
+def _exp_nonpositive(x, n, fast_exp):
     """x[:n] = exp(min(x[:n], 0)) in place, flat [n]: the vectorised float32 polynomial, or np.exp."""
-    if fast_exp:
-        _exp_nonpositive_float32(x, n, high, low)
-    else:
-        for i in range(n):
-            x[i] = np.exp(min(x[i], 0.0))
+    for i in range(n):
+        x[i] = _exp_value(x[i], fast_exp)
 
 
 # The elementwise feature maps a kernel can apply to a chunk itself (the names of
@@ -204,7 +224,7 @@ def _probe(x):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _elu_plus_one_block(x, out, fast_exp, high, low):
+def _elu_plus_one_block(x, out, fast_exp):
     """out = elu(x) + 1 for a block [c, m]: exp(x) where x <= 0, x + 1 elsewhere; returns the
     block's finiteness probe, from the pass that copies it."""
     probe = x.dtype.type(0)
@@ -212,7 +232,7 @@ def _elu_plus_one_block(x, out, fast_exp, high, low):
         for r in range(x.shape[1]):
             out[i, r] = x[i, r]
             probe += x[i, r] * 0
-    _exp_nonpositive(out.reshape(out.size), out.size, fast_exp, high, low)  # exp(min(x, 0))
+    _exp_nonpositive(out.reshape(out.size), out.size, fast_exp)  # exp(min(x, 0))
     for i in range(x.shape[0]):
         for r in range(x.shape[1]):
             if x[i, r] > 0:
@@ -221,7 +241,7 @@ def _elu_plus_one_block(x, out, fast_exp, high, low):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _chunk_features(x, start, stop, feature, fast_exp, scratch, high, low):
+def _chunk_features(x, start, stop, feature, fast_exp, scratch):
     """Rows start:stop of one sequence's features [c, m], and the rows' finiteness probe:
     x itself (feature 0), elu(x) + 1 (1) or max(x, 0) (2), the last two in scratch."""
     block = x[start:stop]
@@ -229,7 +249,7 @@ def _chunk_features(x, start, stop, feature, fast_exp, scratch, high, low):
         return block, _probe(block)
     features = scratch[:block.size].reshape(block.shape)
     if feature == 1:
-        return features, _elu_plus_one_block(block, features, fast_exp, high, low)
+        return features, _elu_plus_one_block(block, features, fast_exp)
     probe = x.dtype.type(0)
     for i in range(block.shape[0]):
         for r in range(block.shape[1]):

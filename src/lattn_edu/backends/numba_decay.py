@@ -13,42 +13,41 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .numba_blas import _FAST, _exp_nonpositive, _gemm
+from .numba_blas import _FAST, _exp_value, _gemm
 
 
 @njit(cache=True, fastmath=_FAST)
 def _chunk_cumulative(g, start, stop, out):
     """out[i] = g[start] + … + g[start + i] for the chunk's rows, b (or B) [c, w] from g [N, w];
-    row after row, so that the inner loop over the w channels vectorises."""
+    row after row, so that the inner loop over the w channels vectorises. Returns the rows'
+    finiteness probe (Σ g·0: 0, or NaN if one is NaN or inf) and their largest log decay, from
+    the same pass."""
+    probe, largest = g.dtype.type(0), g.dtype.type(-np.inf)
     for r in range(g.shape[1]):
         out[0, r] = g[start, r]
     for i in range(1, stop - start):
         for r in range(g.shape[1]):
             out[i, r] = out[i - 1, r] + g[start + i, r]
+    for i in range(start, stop):
+        for r in range(g.shape[1]):
+            probe += g[i, r] * 0
+            largest = max(largest, g[i, r])
+    return probe, largest
 
 
 @njit(cache=True, fastmath=_FAST)
-def _rows_times_exp(x, exponents, out, fast_exp, high, low):
-    """out[:n] = x ⊙ exp(exponents) for x [n, d], exponents a flat scratch holding n·d values <= 0
-    row by row (overwritten by their exp)."""
-    n, d = x.shape
-    _exp_nonpositive(exponents, n * d, fast_exp, high, low)
-    for i in range(n):
-        for r in range(d):
-            out[i, r] = x[i, r] * exponents[i * d + r]
+def _scalar_decay_weights(cumulative, weights, scale, last_row, fast_exp):
+    """weights[i, j] *= scale · exp(b_i − b_j) for j <= i: the chunk's decay mask, b [c]; and
+    last_row[j] = exp(b_last − b_j), the keys' decay to the chunk's end (the mask's last row).
 
-
-@njit(cache=True, fastmath=_FAST)
-def _scalar_decay_weights(cumulative, weights, scale, factors, fast_exp, high, low):
-    """weights[i, j] *= scale · exp(b_i − b_j) for j <= i: the chunk's decay mask, b [c]."""
+    Whole rows are scaled, so that the loop over j has one length and vectorises: above the
+    diagonal, which no later step reads, the exponent is >= 0 and its exp clamped to 1."""
     c = weights.shape[0]
     for i in range(c):
         for j in range(c):
-            factors[i * c + j] = cumulative[i] - cumulative[j] if j <= i else 0
-    _exp_nonpositive(factors, c * c, fast_exp, high, low)
-    for i in range(c):
-        for j in range(i + 1):
-            weights[i, j] *= scale * factors[i * c + j]
+            weights[i, j] *= scale * _exp_value(cumulative[i] - cumulative[j], fast_exp)
+    for j in range(c):
+        last_row[j] = _exp_value(cumulative[c - 1] - cumulative[j], fast_exp)
 
 
 @njit(cache=True)
@@ -76,7 +75,7 @@ def _piece_end(cumulative, p0, span):
 
 @njit(cache=True, fastmath=_FAST)
 def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scaled, piece_scratch,
-                          exponents, fast_exp, high, low, blas):
+                          fast_exp, blas):
     """weights[i, j] = Σ_r q_ir k_jr exp(B_ir − B_jr) for j <= i, with B [c, d_k] the chunk's
     cumulative log decays, as matrix products over pieces of the chunk. Leaves
     K ⊙ exp(B_last − B) in k_scaled[:c] (what the state update needs).
@@ -97,14 +96,13 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
     while p0 < c:
         p1 = _piece_end(cumulative, p0, span)
         last, rows = p1 - 1, p1 - p0
-        for i in range(rows):
+        for i in range(rows):  # Q ⊙ exp(B − B_last − span) for the piece's rows
             for r in range(d_k):
-                exponents[i * d_k + r] = cumulative[p0 + i, r] - cumulative[last, r] - span
-        _rows_times_exp(q_c[p0:p1], exponents, q_scaled, fast_exp, high, low)
-        for j in range(p1):
+                q_scaled[i, r] = q_c[p0 + i, r] * _exp_value(cumulative[p0 + i, r] - cumulative[last, r] - span,
+                                                             fast_exp)
+        for j in range(p1):  # K ⊙ exp(B_last − B) for every key up to the piece's end
             for r in range(d_k):
-                exponents[j * d_k + r] = cumulative[last, r] - cumulative[j, r]
-        _rows_times_exp(k_c[:p1], exponents, k_scaled, fast_exp, high, low)
+                k_scaled[j, r] = k_c[j, r] * _exp_value(cumulative[last, r] - cumulative[j, r], fast_exp)
         piece = piece_scratch[:rows * p1].reshape((rows, p1))
         _gemm(q_scaled[:rows], k_scaled[:p1], piece, False, True, 0, blas)  # [rows, p1]
         for i in range(rows):
@@ -131,16 +129,15 @@ def _queries_from_piece(q_scaled, cumulative, span, scale):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _decayed_queries(q_c, cumulative, kind, scale, out, exponents, fast_exp, high, low):
+def _decayed_queries(q_c, cumulative, kind, scale, out, fast_exp):
     """out[:c] = scale · Q ⊙ exp(b): the queries decayed back to the chunk's start (one factor per
-    row for kind 1, per entry for kind 2; none for kind 0). exponents is overwritten for kind 2."""
+    row for kind 1, per entry for kind 2; none for kind 0)."""
     c, d_k = q_c.shape
-    if kind == 2:
-        for i in range(c):
-            for r in range(d_k):
-                exponents[i * d_k + r] = cumulative[i, r]
-        _rows_times_exp(q_c, exponents, out, fast_exp, high, low)
     for i in range(c):
-        factor = scale * np.exp(cumulative[i, 0]) if kind == 1 else scale
-        for r in range(d_k):
-            out[i, r] = (out[i, r] if kind == 2 else q_c[i, r]) * factor
+        if kind == 2:
+            for r in range(d_k):
+                out[i, r] = scale * q_c[i, r] * _exp_value(cumulative[i, r], fast_exp)
+        else:
+            factor = scale * np.exp(cumulative[i, 0]) if kind == 1 else scale
+            for r in range(d_k):
+                out[i, r] = q_c[i, r] * factor

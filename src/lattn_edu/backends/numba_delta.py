@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .numba_blas import (_FAST, _blas_arguments, _exp_nonpositive, _gemm, _lower_triangle_matmul,
+from .numba_blas import (_FAST, _blas_arguments, _exp_value, _gemm, _lower_triangle_matmul,
                          _unit_lower_solve, one_blas_thread)
 from .numba_gated import _SPAN, flatten_inputs
 from .numba_kda import _kda_chunkwise_kernel
@@ -96,7 +96,6 @@ def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, reads, fast_
         pseudo = np.empty((chunk_size, d_v), dtype)  # U
         scaled = np.empty((chunk_size, d_k), dtype)
         cumulative = np.zeros(chunk_size, dtype)
-        high, low = np.empty(chunk_size * chunk_size, np.int32), np.empty(chunk_size * chunk_size, np.int32)
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
@@ -110,8 +109,7 @@ def _chunkwise_kernel(q, k, v, beta, g, decayed, scale, chunk_size, reads, fast_
                     cumulative[i] = total
                 for i in range(c):
                     for j in range(c):
-                        mask[i * c + j] = cumulative[i] - cumulative[j] if j <= i else 0
-                _exp_nonpositive(mask, c * c, fast_exp, high, low)
+                        mask[i * c + j] = _exp_value(cumulative[i] - cumulative[j], fast_exp) if j <= i else 0
             system = system_scratch[:c * c].reshape((c, c))
             weights = weights_scratch[:rows * c].reshape((rows, c))
             _gemm(k_c, k_c, system, False, True, 0, blas)  # K Kᵀ

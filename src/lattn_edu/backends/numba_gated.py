@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._checks import nonfinite_error, nonfinite_output_error, overflow_error
+from .._checks import nonfinite_error, nonfinite_output_error, overflow_error, positive_log_decay_error
 from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _gemm, _lower_triangle_matmul,
                          _probe, one_blas_thread)
 from .numba_decay import (_chunk_cumulative, _decayed_queries, _queries_from_piece, _scalar_decay_weights,
@@ -141,8 +141,9 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
     each output row is divided by its last column + eps. The column of ones is not stored: its
     three products are sums, tril(W) 1 (row sums), (Q ⊙ exp(b)) z (one dot product per row) and
     (K ⊙ exp(b_last − b))ᵀ 1 (column sums), so BLAS sees the same d_v columns as without it.
-    probes [B, 4] receives Σ x·0 over q, k, v and out of each sequence: NaN marks a NaN or inf,
-    from passes over each chunk the kernel makes anyway, or makes while the chunk is in cache.
+    probes [B, 6] receives Σ x·0 over q, k, v, out and g of each sequence (NaN marks a NaN or inf)
+    and g's largest entry (a log decay must be <= 0), from passes over each chunk the kernel
+    makes anyway, or makes while the chunk is in cache.
     """
     n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
     normalise = state.shape[2] != d_v
@@ -159,31 +160,30 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
         q_features, k_features = np.empty(chunk_size * d_k, dtype), np.empty(chunk_size * d_k, dtype)
         row_sums = np.empty(chunk_size, dtype)  # tril(W) 1, the denominators inside the chunk
         cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
-        exponents = np.empty(chunk_size * max(d_k, chunk_size) if kind != 0 else 0, dtype)
-        size = chunk_size * d_k  # the fast exponential's scratch: a chunk of features, or of decays
-        if kind != 0:
-            size = chunk_size * max(d_k, chunk_size)
-        high, low = np.empty(size, np.int32), np.empty(size, np.int32)
-        probe = np.zeros(4, dtype)  # q, k, v, out
+        key_decays = np.empty(chunk_size if kind == 1 else 0, dtype)  # exp(b_last − b_j)
+        probe = np.zeros(6, dtype)  # q, k, v, out, g finite; g's largest
+        probe[5] = -np.inf
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
-            q_c, found = _chunk_features(q[b], start, stop, feature, fast_exp, q_features, high, low)
+            q_c, found = _chunk_features(q[b], start, stop, feature, fast_exp, q_features)
             probe[0] += found
-            k_c, found = _chunk_features(k[b], start, stop, feature, fast_exp, k_features, high, low)
+            k_c, found = _chunk_features(k[b], start, stop, feature, fast_exp, k_features)
             probe[1] += found
             v_c, out_c = v[b, start:stop], out[b, start:stop]  # [c, d_v]
             weights = weights_scratch[:c * c].reshape((c, c))
             if kind != 0:
-                _chunk_cumulative(g[b], start, stop, cumulative)
+                found, largest = _chunk_cumulative(g[b], start, stop, cumulative)
+                probe[4] += found
+                probe[5] = max(probe[5], largest)
             pieces = 0
             if kind == 2:
                 pieces = _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled,
-                                               piece_scratch, exponents, fast_exp, high, low, blas)
+                                               piece_scratch, fast_exp, blas)
             else:
                 _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q_c K_cᵀ
             if kind == 1:
-                _scalar_decay_weights(cumulative[:c, 0], weights, scale, exponents, fast_exp, high, low)
+                _scalar_decay_weights(cumulative[:c, 0], weights, scale, key_decays, fast_exp)
             elif scale != 1:
                 for i in range(c):
                     for j in range(i + 1):
@@ -197,7 +197,7 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 _queries_from_piece(q_scaled[:c], cumulative[:c], span, scale)
                 queries = q_scaled[:c]
             elif decayed:
-                _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, exponents, fast_exp, high, low)
+                _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, fast_exp)
                 queries = q_scaled[:c]
             _gemm(queries, s, out_c, False, False, 1, blas)  # + every chunk before it
             if normalise:
@@ -212,10 +212,10 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                         s[r, col] *= decay
                     if normalise:
                         z[r] *= decay
-                if kind == 1:  # K ⊙ exp(b_last − b): the mask's last row (kind 2 left it in k_scaled)
+                if kind == 1:  # K ⊙ exp(b_last − b) (kind 2 left it in k_scaled)
                     for j in range(c):
                         for r in range(d_k):
-                            k_scaled[j, r] = k_c[j, r] * exponents[(c - 1) * c + j]
+                            k_scaled[j, r] = k_c[j, r] * key_decays[j]
                 keys = k_scaled[:c]
             _gemm(keys, v_c, s, True, False, 1, blas)  # carry the chunk into the state
             if normalise:
@@ -341,15 +341,15 @@ def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray
     float) runs the recurrence on [V | 1] and returns the normalised output [..., N, d_v] with
     the state [S | z] [..., d_k, d_v + 1] (initial_state, if any, in that shape too).
 
-    The kernel checks q, k, v and the output for NaN and inf itself, in passes over each chunk,
-    and raises the ``ValueError`` that names the culprit (the callers' own checks would read
-    each whole array again; the backend lists this form in ``CHECKS_FINITE``). The final state
-    is the caller's to check.
+    The kernel checks q, k, v, the log decays and the output for NaN and inf itself, and the
+    log decays for entries above 0, in passes over each chunk, and raises the ``ValueError``
+    that names the culprit (the callers' own checks would read each whole array again; the
+    backend lists this form in ``CHECKS_FINITE``). The final state is the caller's to check.
     """
     normalise = normaliser_eps is not None
     q, k, v, g, kind, state, out, unflatten = flatten_inputs(q, k, v, log_decay, initial_state, normalise)
     dtype = v.dtype
-    probes = np.zeros((v.shape[0], 4), dtype)  # q, k, v, out: NaN where one was not finite
+    probes = np.zeros((v.shape[0], 6), dtype)  # q, k, v, out, log_decay: NaN where one was not finite
     eps = dtype.type(normaliser_eps if normalise else -1)
     with one_blas_thread():
         _chunkwise_kernel(q, k, v, g, kind, dtype.type(scale), int(chunk_size), dtype.type(_SPAN[dtype]),
@@ -359,12 +359,15 @@ def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray
 
 
 def _raise_for_probes(probes: np.ndarray, feature_map: str, eps: float | None) -> None:
-    """The errors the public functions' own checks would raise, read from the kernel's probes:
-    la.linear_attention's when it computes features or divides, otherwise the recurrence's."""
-    found = np.isnan(probes).any(axis=0)  # [q, k, v, out]
-    for name, bad in zip(("q", "k", "v"), found[:3]):
+    """The errors the public functions' own checks would raise, in their order, read from the
+    kernel's probes: la.linear_attention's when it computes features or divides, otherwise
+    the recurrence's."""
+    found = np.isnan(probes[:, :5]).any(axis=0)  # [q, k, v, out, log_decay]
+    for name, bad in zip(("q", "k", "v", "log_decay"), found[[0, 1, 2, 4]]):
         if bad:
             raise nonfinite_error(name)
+    if probes[:, 5].max() > 0:
+        raise positive_log_decay_error(float(probes[:, 5].max()))
     if found[3]:
         linear = eps is not None or feature_map != "identity"
         raise nonfinite_output_error(feature_map, eps) if linear else overflow_error()

@@ -45,8 +45,6 @@ def _kda_chunkwise_kernel(q, k, v, beta, g, scale, chunk_size, span, fast_exp, s
         x_scaled, k_scaled = np.empty((chunk_size, d_k), dtype), np.empty((chunk_size, d_k), dtype)
         decayed = np.empty((chunk_size, d_k), dtype)  # K ⊙ exp(B), then scale · Q ⊙ exp(B)
         cumulative = np.empty((chunk_size, d_k), dtype)  # B
-        exponents = np.empty(chunk_size * d_k, dtype)
-        high, low = np.empty(chunk_size * d_k, np.int32), np.empty(chunk_size * d_k, np.int32)
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
@@ -56,15 +54,15 @@ def _kda_chunkwise_kernel(q, k, v, beta, g, scale, chunk_size, span, fast_exp, s
             system = system_scratch[:c * c].reshape((c, c))
             weights = weights_scratch[:c * c].reshape((c, c))
             _vector_decay_weights(k_c, k_c, cumulative[:c], span, system, x_scaled, k_scaled, piece_scratch,
-                                  exponents, fast_exp, high, low, blas)  # Σ_r k_ir k_jr exp(B_ir − B_jr)
+                                  fast_exp, blas)  # Σ_r k_ir k_jr exp(B_ir − B_jr)
             _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, x_scaled, k_scaled, piece_scratch,
-                                  exponents, fast_exp, high, low, blas)  # M; k_scaled = K ⊙ exp(B_last − B)
+                                  fast_exp, blas)  # M; k_scaled = K ⊙ exp(B_last − B)
             for i in range(c):
                 for j in range(i):
                     system[i, j] *= beta_c[i]
                 for j in range(i + 1):
                     weights[i, j] *= scale
-            _decayed_queries(k_c, cumulative[:c], 2, one, decayed, exponents, fast_exp, high, low)  # K ⊙ exp(B)
+            _decayed_queries(k_c, cumulative[:c], 2, one, decayed, fast_exp)  # K ⊙ exp(B)
             _gemm(decayed[:c], s, u, False, False, 0, blas)  # (K ⊙ exp(B)) S
             for i in range(c):
                 for col in range(d_v):
@@ -72,7 +70,7 @@ def _kda_chunkwise_kernel(q, k, v, beta, g, scale, chunk_size, span, fast_exp, s
             _unit_lower_solve(system, u, blas)  # U = (I + A)⁻¹ (...)
             out_c[:] = u
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            _decayed_queries(q_c, cumulative[:c], 2, scale, decayed, exponents, fast_exp, high, low)
+            _decayed_queries(q_c, cumulative[:c], 2, scale, decayed, fast_exp)
             _gemm(decayed[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
             for r in range(d_k):
                 decay_out = np.exp(cumulative[c - 1, r])
