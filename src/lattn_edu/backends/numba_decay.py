@@ -19,20 +19,18 @@ from .numba_blas import _FAST, _exp_value, _gemm
 @njit(cache=True, fastmath=_FAST)
 def _chunk_cumulative(g, start, stop, out):
     """out[i] = g[start] + … + g[start + i] for the chunk's rows, b (or B) [c, w] from g [N, w];
-    row after row, so that the inner loop over the w channels vectorises. Returns the rows'
-    finiteness probe (Σ g·0: 0, or NaN if one is NaN or inf) and their largest log decay, from
-    the same pass."""
-    probe, largest = g.dtype.type(0), g.dtype.type(-np.inf)
-    for r in range(g.shape[1]):
-        out[0, r] = g[start, r]
-    for i in range(1, stop - start):
+    row after row, so that the inner loop over the w channels vectorises. From the same pass it
+    returns the rows' finiteness probe (Σ g·0: 0, or NaN if one is NaN or inf) and the sum of
+    their entries above 0 (a log decay must be <= 0; a sum rather than a max, which would not
+    vectorise)."""
+    probe, above = g.dtype.type(0), g.dtype.type(0)
+    for i in range(stop - start):
         for r in range(g.shape[1]):
-            out[i, r] = out[i - 1, r] + g[start + i, r]
-    for i in range(start, stop):
-        for r in range(g.shape[1]):
-            probe += g[i, r] * 0
-            largest = max(largest, g[i, r])
-    return probe, largest
+            x = g[start + i, r]
+            out[i, r] = x if i == 0 else out[i - 1, r] + x
+            probe += x * 0
+            above += x if x > 0 else 0
+    return probe, above
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -43,11 +41,15 @@ def _scalar_decay_weights(cumulative, weights, scale, last_row, fast_exp):
     Whole rows are scaled, so that the loop over j has one length and vectorises: above the
     diagonal, which no later step reads, the exponent is >= 0 and its exp clamped to 1."""
     c = weights.shape[0]
+    b = last_row[:c]
+    for j in range(c):  # b contiguous (a column of the cumulative sums is strided), so the loops vectorise
+        b[j] = cumulative[j]
     for i in range(c):
         for j in range(c):
-            weights[i, j] *= scale * _exp_value(cumulative[i] - cumulative[j], fast_exp)
+            weights[i, j] *= scale * _exp_value(b[i] - b[j], fast_exp)
+    b_last = b[c - 1]
     for j in range(c):
-        last_row[j] = _exp_value(cumulative[c - 1] - cumulative[j], fast_exp)
+        b[j] = _exp_value(b_last - b[j], fast_exp)
 
 
 @njit(cache=True)
@@ -114,15 +116,17 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
 
 
 @njit(cache=True, fastmath=_FAST)
-def _queries_from_piece(q_scaled, cumulative, span, scale):
+def _queries_from_piece(q_scaled, cumulative, span, scale, fast_exp):
     """q_scaled[:c] *= scale · exp(B_last + span) column by column: from the one piece's queries
     Q ⊙ exp(B − B_last − span) to the decayed queries scale · Q ⊙ exp(B). Every factor is at most
-    exp(span), and the piece's own factors are at least exp(−span), so nothing over- or
-    underflows that the true value would not."""
+    exp(span), and the piece's own factors are at least exp(−span), so nothing overflows; the
+    factor is taken as exp(B_last) · exp(span), which is 0 where B_last < −104 in float32 (the
+    decayed queries are then below 1e-36 of the queries)."""
     c, d_k = cumulative.shape
     factors = np.empty(d_k, q_scaled.dtype)
+    boost = scale * np.exp(span)
     for r in range(d_k):
-        factors[r] = scale * np.exp(cumulative[c - 1, r] + span)
+        factors[r] = boost * _exp_value(cumulative[c - 1, r], fast_exp)
     for i in range(c):
         for r in range(d_k):
             q_scaled[i, r] *= factors[r]
@@ -138,6 +142,6 @@ def _decayed_queries(q_c, cumulative, kind, scale, out, fast_exp):
             for r in range(d_k):
                 out[i, r] = scale * q_c[i, r] * _exp_value(cumulative[i, r], fast_exp)
         else:
-            factor = scale * np.exp(cumulative[i, 0]) if kind == 1 else scale
+            factor = scale * _exp_value(cumulative[i, 0], fast_exp) if kind == 1 else scale
             for r in range(d_k):
                 out[i, r] = q_c[i, r] * factor

@@ -22,8 +22,8 @@ import numpy as np
 from numba import njit, prange
 
 from .._checks import nonfinite_error, nonfinite_output_error, overflow_error, positive_log_decay_error
-from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _gemm, _lower_triangle_matmul,
-                         _probe, one_blas_thread)
+from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _exp_value, _gemm,
+                         _lower_triangle_matmul, _probe, one_blas_thread)
 from .numba_decay import (_chunk_cumulative, _decayed_queries, _queries_from_piece, _scalar_decay_weights,
                           _vector_decay_weights)
 
@@ -142,8 +142,8 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
     three products are sums, tril(W) 1 (row sums), (Q ⊙ exp(b)) z (one dot product per row) and
     (K ⊙ exp(b_last − b))ᵀ 1 (column sums), so BLAS sees the same d_v columns as without it.
     probes [B, 6] receives Σ x·0 over q, k, v, out and g of each sequence (NaN marks a NaN or inf)
-    and g's largest entry (a log decay must be <= 0), from passes over each chunk the kernel
-    makes anyway, or makes while the chunk is in cache.
+    and the sum of g's entries above 0 (a log decay must be <= 0), from passes over each chunk
+    the kernel makes anyway, or makes while the chunk is in cache.
     """
     n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
     normalise = state.shape[2] != d_v
@@ -161,8 +161,8 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
         row_sums = np.empty(chunk_size, dtype)  # tril(W) 1, the denominators inside the chunk
         cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
         key_decays = np.empty(chunk_size if kind == 1 else 0, dtype)  # exp(b_last − b_j)
-        probe = np.zeros(6, dtype)  # q, k, v, out, g finite; g's largest
-        probe[5] = -np.inf
+        row_decays = np.empty(d_k if kind != 0 else 0, dtype)  # exp(b_last) per key channel
+        probe = np.zeros(6, dtype)  # q, k, v, out, g finite; g above 0
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
@@ -173,9 +173,9 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             v_c, out_c = v[b, start:stop], out[b, start:stop]  # [c, d_v]
             weights = weights_scratch[:c * c].reshape((c, c))
             if kind != 0:
-                found, largest = _chunk_cumulative(g[b], start, stop, cumulative)
+                found, above = _chunk_cumulative(g[b], start, stop, cumulative)
                 probe[4] += found
-                probe[5] = max(probe[5], largest)
+                probe[5] += above
             pieces = 0
             if kind == 2:
                 pieces = _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled,
@@ -194,7 +194,7 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
             queries = q_c  # the queries as they are, or decayed back to the chunk's start and scaled
             if pieces == 1:  # q_scaled holds the one piece's queries: rescale them by columns
-                _queries_from_piece(q_scaled[:c], cumulative[:c], span, scale)
+                _queries_from_piece(q_scaled[:c], cumulative[:c], span, scale, fast_exp)
                 queries = q_scaled[:c]
             elif decayed:
                 _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, fast_exp)
@@ -206,12 +206,16 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 probe[3] += _probe(out_c)  # while the chunk's output is still in cache
             keys = k_c  # the keys as they are, or decayed to the chunk's end
             if kind != 0:
+                if kind == 2:  # exp(b_last): one per key channel, or the one repeated
+                    for r in range(d_k):
+                        row_decays[r] = _exp_value(cumulative[c - 1, r], fast_exp)
+                else:
+                    row_decays[:] = _exp_value(cumulative[c - 1, 0], fast_exp)
                 for r in range(d_k):  # S ← diag(exp(b_last)) S, and z alike
-                    decay = np.exp(cumulative[c - 1, r if kind == 2 else 0])
                     for col in range(d_v):
-                        s[r, col] *= decay
+                        s[r, col] *= row_decays[r]
                     if normalise:
-                        z[r] *= decay
+                        z[r] *= row_decays[r]
                 if kind == 1:  # K ⊙ exp(b_last − b) (kind 2 left it in k_scaled)
                     for j in range(c):
                         for r in range(d_k):
@@ -354,11 +358,11 @@ def chunkwise_gated_linear_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray
     with one_blas_thread():
         _chunkwise_kernel(q, k, v, g, kind, dtype.type(scale), int(chunk_size), dtype.type(_SPAN[dtype]),
                           dtype == np.float32, FEATURE_CODES[feature_map], eps, state, out, probes)
-    _raise_for_probes(probes, feature_map, normaliser_eps)
+    _raise_for_probes(probes, feature_map, normaliser_eps, g)
     return unflatten(out, state)
 
 
-def _raise_for_probes(probes: np.ndarray, feature_map: str, eps: float | None) -> None:
+def _raise_for_probes(probes: np.ndarray, feature_map: str, eps: float | None, log_decay: np.ndarray) -> None:
     """The errors the public functions' own checks would raise, in their order, read from the
     kernel's probes: la.linear_attention's when it computes features or divides, otherwise
     the recurrence's."""
@@ -367,7 +371,7 @@ def _raise_for_probes(probes: np.ndarray, feature_map: str, eps: float | None) -
         if bad:
             raise nonfinite_error(name)
     if probes[:, 5].max() > 0:
-        raise positive_log_decay_error(float(probes[:, 5].max()))
+        raise positive_log_decay_error(float(log_decay.max()))
     if found[3]:
         linear = eps is not None or feature_map != "identity"
         raise nonfinite_output_error(feature_map, eps) if linear else overflow_error()
