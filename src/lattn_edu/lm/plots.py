@@ -71,10 +71,18 @@ def plot_position_bits(record: dict[str, Any]) -> Any:
 DECODE_HIGHLIGHT = ("softmax", "gated_deltanet", "hybrid")
 HIGHLIGHT_COLOURS = (PALETTE["blue"], PALETTE["black"], PALETTE["vermillion"])
 MUTED = "#9a9a9a"
+# plot_decode's legend: readable names for the record's model keys (others keep their key)
+DECODE_NAMES = {"softmax": "softmax", "linear": "linear attention (elu+1)",
+                "gated_deltanet": "Gated DeltaNet", "kda": "KDA", "mamba2": "Mamba-2",
+                "sliding_window": "sliding window", "hybrid": "hybrid (3 Gated DeltaNet : 1 softmax)",
+                "based": "Based"}
+# the time ticks plot_decode may label, in ms: those inside the drawn range are used
+MS_TICKS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500,
+            1000, 2000, 5000)
 
 
 def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECODE_HIGHLIGHT,
-                crossing: float | None = None, crossing_label: str = "softmax crosses gated_deltanet") -> Any:
+                crossing: float | None = None, crossing_label: str = "softmax crosses Gated DeltaNet") -> Any:
     """Decode time per token against the context (benchmarks/lm_decode.py's record, log-log):
     the median of each model, with its 95th percentile as the bar's top.
 
@@ -82,14 +90,18 @@ def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECO
     apart (blue, black, vermillion, in that order) and on top; every other model thin and
     grey, told apart by its marker. ``highlight=None`` draws every model in its own colour
     (:data:`LM_STYLES`). ``crossing``, a context, adds a dotted vertical line there, labelled
-    ``crossing_label`` and the context.
+    ``crossing_label`` and the context. The legend (below the axes) names the models as
+    :data:`DECODE_NAMES` does; the x ticks are the timed contexts and the y ticks plain
+    milliseconds (0.5, 1, 2, 5, ...).
     """
     import matplotlib.pyplot as plt
 
     if highlight is not None and len(highlight) > len(HIGHLIGHT_COLOURS):
         raise ValueError(f"highlight at most {len(HIGHLIGHT_COLOURS)} models; got {highlight!r}")
     colours = {} if highlight is None else dict(zip(highlight, HIGHLIGHT_COLOURS))
-    fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
+    from matplotlib.ticker import NullFormatter
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.8), layout="constrained")
     models = dict.fromkeys(row["model"] for row in record["rows"])
     for model in models:  # the record's order (softmax first), highlighted ones on top
         rows = sorted((r for r in record["rows"] if r["model"] == model), key=lambda r: r["context"])
@@ -102,7 +114,8 @@ def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECO
                       "elinewidth": 1 if strong else 0.6, "zorder": 3 if strong else 2}
         medians = np.array([r["median_ms"] for r in rows])
         ax.errorbar([r["context"] for r in rows], medians, fmt=marker + line, color=colour, capsize=2,
-                    yerr=[np.zeros_like(medians), [r["p95_ms"] - r["median_ms"] for r in rows]], label=model,
+                    yerr=[np.zeros_like(medians), [r["p95_ms"] - r["median_ms"] for r in rows]],
+                    label=DECODE_NAMES.get(model, model),
                     **weight)
     if crossing is not None:
         ax.axvline(crossing, ls=":", color="#444444", lw=1.4, zorder=1,
@@ -111,5 +124,14 @@ def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECO
            ylabel="ms per decoded token (median; bar: p95)",
            title=f"{record['settings']['num_layers']} layers, d_model {record['settings']['d_model']}, "
                  f"one thread")
-    fig.legend(loc="outside right upper", fontsize=8)
+    contexts = sorted({r["context"] for r in record["rows"]})
+    ax.set_xticks(contexts, [f"{n:,}" for n in contexts])
+    low = min(r["median_ms"] for r in record["rows"])
+    high = max(r["p95_ms"] for r in record["rows"])
+    ticks = [t for t in MS_TICKS if low <= t <= high]
+    if len(ticks) >= 2:  # plain labels where the range holds at least two of them
+        ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_formatter(NullFormatter())
+    fig.legend(loc="outside lower center", ncol=3, fontsize=8)
     return fig
