@@ -10,7 +10,7 @@ keys, and the panels' legends sit below the panels, off the data.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -22,7 +22,7 @@ _STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-
           PEER_COMPILED: ("C3", "s", "--"), "torch chunkwise": ("C1", "^", "--"),
           "numpy chunkwise": ("C2", "v", "--"), "numba recurrent": ("C4", "D", ":"),
           "numba parallel": ("C5", "P", ":"), "numba quadratic": ("C6", "X", ":"),
-          SOFTMAX_OURS: ("C7", "o", "-."), SOFTMAX_SDPA: ("C8", "s", "-."), "numpy softmax": ("C9", "^", "-.")}
+          SOFTMAX_OURS: ("C7", "o", "-."), SOFTMAX_SDPA: ("C2", "s", "-."), "numpy softmax": ("C1", "^", "-.")}
 
 
 # What a legend calls a method (the record's key where the key already says what it is).
@@ -51,14 +51,21 @@ def _label(record: dict) -> str:
             f"{m['torch_threads']}; batch·heads = {record['settings']['batch_heads']}, float32")
 
 
+# The lines a figure does not argue from: thin and grey, so the argued ones stand out; each keeps
+# its marker and line style, and its name in the legend.
+_BACKGROUND = {"color": "0.62", "lw": 0.9, "ms": 3, "alpha": 0.9, "zorder": 1}
+
+
 def _method_panels(record: dict, names: tuple[str, ...], value: Callable[[dict], float],
-                   ylabel: str) -> tuple[Any, dict[int, Any]]:
+                   ylabel: str, highlight: Iterable[str] | None = None,
+                   sharey: bool = True) -> tuple[Any, dict[int, Any]]:
     """One panel per d, sharing the y axis, with a line per method of ``names``: ``value(row)``
-    against N. Returns the figure and {d: axes} for each caller's scales and extras."""
+    against N. Methods in ``highlight`` (every method, when None) are drawn in their colours;
+    the rest thin and grey. Returns the figure and {d: axes} for each caller's scales and extras."""
     import matplotlib.pyplot as plt
 
     rows, dims = record["results"], record["settings"]["dims"]
-    fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.8), sharey=True, squeeze=False,
+    fig, axes = plt.subplots(1, len(dims), figsize=(4.2 * len(dims), 4.8), sharey=sharey, squeeze=False,
                              layout="constrained")
     for ax, d in zip(axes[0], dims):
         for name in names:
@@ -66,25 +73,44 @@ def _method_panels(record: dict, names: tuple[str, ...], value: Callable[[dict],
             if ok:
                 colour, marker, line = _STYLE[name]
                 sizes = sorted(ok)
-                ax.plot(sizes, [value(ok[n]) for n in sizes], line, marker=marker, color=colour, label=label(name),
-                        ms=4)
+                look = ({"color": colour, "ms": 4, "zorder": 2} if highlight is None or name in highlight
+                        else _BACKGROUND)
+                ax.plot(sizes, [value(ok[n]) for n in sizes], line, marker=marker, label=label(name), **look)
         ax.set(xlabel="sequence length N", title=f"d = d_v = {d}")
     axes[0][0].set_ylabel(ylabel)
     return fig, dict(zip(dims, axes[0]))
 
 
-def plot_throughput(record: dict) -> Any:
-    """GFLOP/s (4·d·d_v per token) against N for the linear-attention methods, one panel per d,
-    with the sgemm measured in the same rounds as the ceiling."""
-    names = (OURS, KERNEL, PEER, PEER_COMPILED, "torch chunkwise", "numpy chunkwise", "numba recurrent",
-             "numba parallel")
-    fig, panels = _method_panels(record, names, lambda row: row["gflops"], "GFLOP/s (4·d·d_v per token)")
+# The lines chapter 9 argues from in each figure; the others are drawn thin and grey.
+THROUGHPUT_ARGUED = (OURS, PEER, PEER_COMPILED)
+# Every method the throughput plot draws (where the record has it), in the legend's order.
+THROUGHPUT_METHODS = (OURS, KERNEL, PEER, PEER_COMPILED, "torch chunkwise", "numpy chunkwise", "numba recurrent",
+                      "numba parallel")
+TIMES_ARGUED = (OURS, SOFTMAX_OURS, SOFTMAX_SDPA)
+
+
+def plot_throughput(record: dict, highlight: Iterable[str] | None = THROUGHPUT_ARGUED,
+                    sharey: bool = False) -> Any:
+    """GFLOP/s (4·d·d_v per token) against N for the linear-attention methods
+    (:data:`THROUGHPUT_METHODS`), one panel per d, with the sgemm measured in the same rounds as
+    the ceiling. The methods of ``highlight`` (ours and the two peer runs by default; None: every
+    method) are coloured, the others thin and grey. Each panel has its own y-limits
+    (``sharey=True``: one scale for all)."""
+    fig, panels = _method_panels(record, THROUGHPUT_METHODS, lambda row: row["gflops"],
+                                 "GFLOP/s (4·d·d_v per token)", highlight, sharey=sharey)
     for d, ax in panels.items():
         ceiling = [r["sgemm_gflops_same_rounds"] for r in record["results"] if r["d"] == d
                    and r["method"] == OURS and r["status"] == "ok"]
         if ceiling:
-            ax.axhline(float(np.median(ceiling)), color="black", lw=1, ls=":", label="numpy sgemm (ceiling)")
+            top = float(np.median(ceiling))
+            ax.axhline(top, color="black", lw=1, ls=":", label="numpy sgemm (ceiling)")
+            highest = max((line.get_ydata().max() for line in ax.get_lines()[:-1]), default=top)
+            if not sharey and highest < top / 2:  # the ceiling far above: scale to the data, say where
+                ax.set_ylim(0, 1.2 * highest)
+                ax.annotate(f"sgemm ceiling, {top:.0f} GFLOP/s, above", (0.02, 0.97),
+                            xycoords="axes fraction", fontsize=7, va="top")
         ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
     _legend_below(fig, panels.values(), ncol=5)
     fig.suptitle("Causal linear attention throughput. " + _label(record), fontsize=8)
     return fig
@@ -112,18 +138,29 @@ def plot_ratio(record: dict) -> Any:
     return fig
 
 
-def plot_times(record: dict) -> Any:
+def crossover_label(entry: dict) -> str:
+    """The legend's name for one crossover of the record: "(interpolated)" between two measured
+    lengths, or "(at or below N = ...)" where ours was already the faster at the shortest length."""
+    where = (f"at or below N = {entry['sizes'][0]:,}" if entry.get("at_or_below_smallest")
+             else "interpolated")
+    return f"ours overtakes {label(entry['softmax'])} ({where})"
+
+
+def plot_times(record: dict, highlight: Iterable[str] | None = TIMES_ARGUED) -> Any:
     """Time per call against N on log-log axes: linear (ours, peer) against softmax (ours, SDPA,
     materialised), one panel per d, with the crossovers marked: a dotted line where ours becomes
     faster than a softmax kernel, at the N interpolated between the two lengths that bracket it
-    (or at the shortest length, when ours is already faster there)."""
+    (or at the shortest length, when ours is already faster there). The methods of ``highlight``
+    (ours and the two softmax kernels the crossovers are taken against, by default; None: every
+    method) are coloured, the others (the peers, numpy's softmax) thin and grey."""
     names = (OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax")
-    fig, panels = _method_panels(record, names, lambda row: 1e3 * row["median_s"], "time per call (ms, median)")
+    fig, panels = _method_panels(record, names, lambda row: 1e3 * row["median_s"], "time per call (ms, median)",
+                                 highlight)
     for d, ax in panels.items():
         for entry in record["summary"]["crossover"]:
             if entry["d"] == d and entry["crossover_n"] is not None:
                 ax.axvline(entry["crossover_n"], color=_STYLE[entry["softmax"]][0], lw=0.8, ls=":",
-                           label=f"ours overtakes {label(entry['softmax'])} (interpolated)")
+                           label=crossover_label(entry))
         ax.set_xscale("log")
         ax.set_yscale("log")
     _legend_below(fig, panels.values(), ncol=4)
@@ -170,10 +207,19 @@ def plot_gated_ratios(record: dict) -> Any:
             compiled = [r for r in rows if r.get("compiled_ratio") is not None]
             ax.plot([r["n"] for r in compiled], [r["compiled_ratio"] for r in compiled], "--", marker="s", ms=4,
                     color=f"C{i}", label=f"{variant}, compiled")
-        for level in (1.0, 1.5):
+        for level, text in ((1.0, "1: same speed"), (1.5, "1.5: the target")):
             ax.axhline(level, color="black", lw=0.8, ls=":")
+            ax.annotate(text, (0.01, level), xycoords=("axes fraction", "data"), xytext=(0, 2),
+                        textcoords="offset points", fontsize=7, va="bottom")
         ax.set_xscale("log", base=2)
         ax.set(yscale="log", xlabel="sequence length N", title=f"d = d_v = {d}")
+    low, high = axes[0][0].get_ylim()
+    low, high = min(low, 0.9), max(high, 1.6)
+    for ax in axes[0]:  # labelled ticks on the log axis, at round ratios
+        ax.set_ylim(low, high)
+        ax.set_yticks([t for t in (1, 1.5, 2, 5, 10, 20, 50, 100) if low <= t <= high])
+        ax.yaxis.set_major_formatter("{x:g}")
+        ax.yaxis.set_minor_formatter("")
     axes[0][0].set_ylabel("peer's time / ours")
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=3)
     fig.suptitle("Gated and delta-rule families against their torch chunkwise peers. " + _label(record), fontsize=8)
