@@ -200,7 +200,7 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     window_line = [line for line in ax.get_lines() if line.get_linestyle() == "--" and line.get_color() != "gray"]
     assert [list(line.get_xdata()) for line in window_line] == [[1402, 1404]]  # narrowest to widest
     # every marker labelled at its point, by its model or its window; ticks at the memories drawn
-    labels = sorted((text.get_text(), text.xy) for text in ax.texts if text.get_text() != "guessing")
+    labels = sorted((text.get_text(), text.xy) for text in ax.texts if text.get_text() != "chance")
     assert labels == sorted(("W = " + str(r["window"]) if "window" in r else r["model"], (r["cache_floats"],
                              round(r["mean"], 3))) for r in recall.summarise(record))
     assert sorted(ax.get_xticks()) == sorted(x for x, _ in expected)
@@ -258,3 +258,71 @@ def test_the_shipped_hybrid_study_is_the_hybrid_preset_finished():
     assert [memory["sliding_window", w] for w in (16, 32, 64, 128)] == [4 * min(w, 96) * 128
                                                                         for w in (16, 32, 64, 128)]
     assert memory["log_linear", None] == 4 * 8 * 1024  # ceil(log2 96) + 1 = 8 levels
+
+
+def test_memory_recall_sets_models_at_one_memory_side_by_side_and_keeps_one_point_shared():
+    import matplotlib.pyplot as plt
+
+    study = recall.StudyConfig(base=replace(recall.TINY, num_layers=2), pair_counts=(3,), seeds=(0, 1, 2),
+                               models=("linear", "deltanet", "softmax"), learning_rates=(1e-3,),
+                               sweep_models=(), windows=(2,))
+    accuracy = {"linear": 0.19, "deltanet": 0.24, "softmax": 0.89}  # plus 0.01 per seed: means 0.2, 0.25, 0.9
+    runs = [{**run, "id": study_module.run_id(run), "accuracy": accuracy[run["model"]] + 0.01 * run["seed"],
+             "final_loss": 1.0,
+             "state_size": None, "cache_floats": 500 if run["model"] != "softmax" else 900,
+             "loss_curve": [1.0]} for run in recall.planned_runs(study)]
+    record = study_module.study_record(study, "fake", runs, len(runs), 1.0, workers=1)
+    fig = plots.plot_memory_recall(record)
+    ax = fig.axes[0]
+    xs = {round(float(bar.lines[0].get_ydata()[0]), 3): float(bar.lines[0].get_xdata()[0])
+          for bar in ax.containers}
+    assert xs[0.2] < 500 < xs[0.25] and xs[0.25] / xs[0.2] == pytest.approx(1.1)  # apart, around 500
+    assert xs[0.9] == 900  # alone at its memory: not moved
+    assert sorted(ax.get_xticks()) == [500, 900]  # ticks stay at the memories themselves
+    plt.close(fig)
+
+
+def test_chosen_losses_can_draw_the_learning_rate_schedule_under_each_panel():
+    import matplotlib.pyplot as plt
+
+    study = recall.StudyConfig(base=replace(recall.TINY, num_layers=2, steps=20), pair_counts=(3,),
+                               seeds=(0,), models=("linear",), learning_rates=(1e-3,), sweep_models=(),
+                               curve_every=4)
+    runs = [{**run, "id": study_module.run_id(run), "accuracy": 0.5, "final_loss": 1.0, "state_size": None,
+             "loss_curve": [4.0, 3.0, 2.0, 1.0, 0.5]} for run in recall.planned_runs(study)]
+    record = study_module.study_record(study, "fake", runs, len(runs), 1.0, workers=1)
+    plain = plots.plot_chosen_losses(record, {"a": [("linear", None)], "b": [("linear", None)]})
+    assert len(plain.axes) == 2  # the old call: no schedule
+    fig = plots.plot_chosen_losses(record, {"a": [("linear", None)], "b": [("linear", None)]}, schedule=True)
+    assert len(fig.axes) == 4
+    for ax in fig.axes[2:]:
+        (line,) = ax.get_lines()
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(21))
+        assert list(line.get_ydata()) == [recall.learning_rate_factor(s, 20) for s in range(21)]
+    assert fig.axes[0].get_shared_x_axes().joined(fig.axes[0], fig.axes[2])
+    plt.close(plain)
+    plt.close(fig)
+
+
+def test_plateau_steps_marks_where_the_run_left_the_plateau_and_fell_below_half():
+    import matplotlib.pyplot as plt
+
+    record = {"config": {"base": {"num_values": 49}, "curve_every": 5}}
+    guess = np.log(49)
+    run = {"model": "gated_deltanet", "seed": 1, "loss_curve": [guess + 0.2, guess - 0.05, guess - 0.3,
+                                                                 guess - 0.8, guess / 2 - 0.1, 0.2]}
+    fig = plots.plot_plateau_steps(record, run)
+    ax = fig.axes[0]
+    marked = [(float(line.get_xdata()[0]), float(line.get_ydata()[0])) for line in ax.get_lines()
+              if line.get_marker() == "o"]
+    assert marked == [(15, guess - 0.3), (25, guess / 2 - 0.1)]
+    assert recall.plateau_start(run, record) == 15 and recall.plateau_exit(run, record) == 25
+    names = " ".join(text.get_text() for text in ax.texts)
+    assert "left the plateau\n(step 15)" in names and "fell below half the guessing loss\n(step 25)" in names
+    levels = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_color() == "gray")
+    assert levels == pytest.approx([guess / 2, guess - 0.1, guess])
+    plt.close(fig)
+    flat = {**run, "loss_curve": [guess] * 6}  # never left: nothing marked
+    fig = plots.plot_plateau_steps(record, flat)
+    assert not [line for line in fig.axes[0].get_lines() if line.get_marker() == "o"]
+    plt.close(fig)

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..style import PALETTE
 from .mixers import parse_pattern
-from .study import guessing_loss, seed_counts, summarise, sweep_runs
+from .study import guessing_loss, plateau_exit, plateau_start, seed_counts, summarise, sweep_runs
+from .training import learning_rate_factor
 
 # (colour, line style, marker): distinct for every model, softmax and linear in chapter 7's
 # colours, linear and DeltaNet (the chapters' main comparison) far apart; eight colours for
@@ -78,10 +79,14 @@ def plot_loss_curves(record: dict[str, Any]) -> Any:
 WINDOW_LINES = ("--", ":", (0, (3, 1, 1, 1)), (0, (1, 3)), (0, (5, 1, 1, 1, 1, 1)))
 
 
-def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]]) -> Any:
+def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]],
+                       schedule: bool = False) -> Any:
     """The training loss of chosen runs against step: one panel per title, each holding the
     (model, window) pairs listed (window None for every model but the sliding window), a thin
-    line per seed, with the guessing loss and half of it dashed in grey.
+    line per seed, with the guessing loss and half of it dashed in grey. With ``schedule``, a
+    short panel under each draws the learning rate as a share of its peak
+    (:func:`.training.learning_rate_factor`, the schedule every run trained on), on the same
+    steps.
 
     Each model is drawn in :func:`style_of`'s colour, line and marker (a marker every few
     points), the scheme of :func:`plot_memory_recall`, so a colour means the same model in
@@ -94,8 +99,22 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
     windows = sorted({w for chosen in panels.values() for _, w in chosen if w is not None}, reverse=True)
     if len(windows) > len(WINDOW_LINES):
         raise ValueError(f"{len(windows)} windows chosen; at most {len(WINDOW_LINES)} line styles")
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 0.4, 3.8), sharey=True,
-                             squeeze=False, layout="constrained")
+    if schedule:
+        fig, grid = plt.subplots(2, len(panels), figsize=(4.2 * len(panels) + 0.4, 5.4), sharex=True,
+                                 squeeze=False, layout="constrained", height_ratios=(3, 1))
+        axes = grid[:1]
+        for ax in grid[0][1:]:
+            ax.sharey(grid[0][0])
+        steps_total = record["config"]["base"]["steps"]
+        steps = np.arange(steps_total + 1)
+        for ax in grid[1]:
+            ax.plot(steps, [learning_rate_factor(int(s), steps_total) for s in steps], color="#333333", lw=1)
+            ax.set(xlabel="training step", ylim=(0, 1.05), yticks=(0, 0.5, 1))
+            ax.grid(True, lw=0.4, alpha=0.5)
+        grid[1][0].set_ylabel("learning rate\n(share of peak)")
+    else:
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 0.4, 3.8), sharey=True,
+                                 squeeze=False, layout="constrained")
     for ax, (title, chosen) in zip(axes[0], panels.items()):
         for model, window in chosen:
             runs = [r for r in record["runs"] if r["model"] == model and r.get("window") == window]
@@ -113,9 +132,44 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
             ax.axhline(level, color="gray", lw=0.8, ls="--")
             ax.annotate(name, (0, level), xytext=(2, 2), textcoords="offset points",
                         xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
-        ax.set(xlabel="training step", title=title)
+        ax.set(xlabel="" if schedule else "training step", title=title)
         ax.legend(fontsize=7, loc="lower left", handlelength=3)
     axes[0][0].set_ylabel(f"loss (nats), {every}-step mean")
+    return fig
+
+
+def plot_plateau_steps(record: dict[str, Any], run: dict[str, Any], margin: float = 0.1) -> Any:
+    """One run's training loss against step, its two plateau steps marked and named: where it
+    left the plateau (:func:`.study.plateau_start`, the first curve point ``margin`` nats below
+    the guessing loss) and where it fell below half the guessing loss
+    (:func:`.study.plateau_exit`). The guessing loss, the margin below it and half of it are
+    drawn in grey; a step the run never reached is not marked."""
+    import matplotlib.pyplot as plt
+
+    every = record["config"]["curve_every"]
+    guess = guessing_loss(record)
+    colour, line, _ = style_of(run["model"])
+    steps = every * (np.arange(len(run["loss_curve"])) + 1)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
+    name = run["model"] + (f" (W = {run['window']})" if run.get("window") else "")
+    ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1.2, label=f"{name}, seed {run['seed']}")
+    levels = ((guess, "guessing loss", "--"), (guess - margin, f"{margin:g} nats below it", ":"),
+              (guess / 2, "half the guessing loss", "--"))
+    for level, text, style in levels:
+        ax.axhline(level, color="gray", lw=0.8, ls=style)
+        ax.annotate(text, (1, level), xytext=(-2, 2 if style == "--" else -9), textcoords="offset points",
+                    xycoords=("axes fraction", "data"), fontsize=7, color="#444444", ha="right")
+    marks = ((plateau_start(run, record, margin), "left the plateau", (-10, -34)),
+             (plateau_exit(run, record), "fell below half the guessing loss", (-10, -30)))
+    for step, text, offset in marks:
+        if step is None:
+            continue
+        loss = run["loss_curve"][step // every - 1]
+        ax.plot([step], [loss], "o", ms=7, mfc="none", mec="black", mew=1.2)
+        ax.annotate(f"{text}\n(step {step})", (step, loss), xytext=offset, textcoords="offset points",
+                    fontsize=8, ha="right", va="top", arrowprops={"arrowstyle": "-", "color": "black", "lw": 0.6})
+    ax.set(xlabel="training step", ylabel=f"loss (nats), {every}-step mean", ylim=(0, None))
+    ax.legend(fontsize=8, loc="lower left")
     return fig
 
 
@@ -207,15 +261,24 @@ def plot_memory_recall(record: dict[str, Any]) -> Any:
     config = record["config"]
     rows = summarise(record, "main")
     fig, ax = plt.subplots(figsize=(7.4, 4.4), layout="constrained")  # labels, no legend
+    # models at one memory but different accuracies are drawn side by side, a few per cent apart on
+    # the log axis, so that neither marker hides the other (those at one point, the same runs, coincide)
+    dodge: dict[tuple[Any, float], float] = {}
+    for x in {row["cache_floats"] for row in rows}:
+        means = sorted({round(row["mean"], 3) for row in rows if row["cache_floats"] == x})
+        for k, mean in enumerate(means):
+            dodge[x, mean] = 1.1 ** (k - (len(means) - 1) / 2) if len(means) > 1 else 1.0
     for row in rows:
         colour, _, marker = style_of(row["model"])
         label = row["model"] + (f" (W = {row['window']})" if "window" in row else "")
-        ax.errorbar([row["cache_floats"]], [row["mean"]], yerr=[[row["mean"] - row["min"]],
+        x = row["cache_floats"] * dodge[row["cache_floats"], round(row["mean"], 3)]
+        ax.errorbar([x], [row["mean"]], yerr=[[row["mean"] - row["min"]],
                                                                 [row["max"] - row["mean"]]],
                     fmt=marker, color=colour, capsize=3, label=label)
     windows = sorted((r for r in rows if "window" in r), key=lambda r: r["window"])
     if windows:
-        ax.plot([r["cache_floats"] for r in windows], [r["mean"] for r in windows], "--",
+        ax.plot([r["cache_floats"] * dodge[r["cache_floats"], round(r["mean"], 3)] for r in windows],
+                [r["mean"] for r in windows], "--",
                 color=style_of(windows[0]["model"])[0], lw=0.8)
     points: dict[tuple[int, float], list[str]] = {}  # models at one point share a label
     for row in rows:
@@ -224,12 +287,13 @@ def plot_memory_recall(record: dict[str, Any]) -> Any:
         # of two labels at one memory within 0.1 in accuracy, the lower goes below its marker
         close = [other for (ox, other) in points if ox == x and other != y and abs(other - y) < 0.1]
         below = any(other > y for other in close)
-        ax.annotate(" and ".join(names), (x, y), xytext=(5, -9 if below else 3), textcoords="offset points",
-                    fontsize=7, color="#333333")
+        left = dodge[x, y] < 1  # moved left of its memory: labelled on its left, clear of the other
+        ax.annotate(" and ".join(names), (x * dodge[x, y], y), xytext=(-5 if left else 5, -9 if below else 3),
+                    textcoords="offset points", fontsize=7, color="#333333", ha="right" if left else "left")
     memory = sorted({row["cache_floats"] for row in rows})
     chance = 1 / config["base"]["num_values"]
     ax.axhline(chance, color="gray", lw=0.8, ls=":")
-    ax.annotate("guessing", (0, chance), xytext=(2, -9), textcoords="offset points",
+    ax.annotate("chance", (0, chance), xytext=(2, -9), textcoords="offset points",
                 xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
     pairs = config["pair_counts"][0]
     ax.set(xscale="log", xlabel=f"numbers kept per sequence after {3 * pairs} tokens (all layers)",
@@ -238,5 +302,5 @@ def plot_memory_recall(record: dict[str, Any]) -> Any:
                  f"{config['base']['steps']:,} steps, {seed_counts(rows)} seeds")
     ax.set_xticks(memory, [f"{m:,}" for m in memory], rotation=90, fontsize=8)
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlim(memory[0] / 1.3, memory[-1] * 2)  # room for the labels on the right
+    ax.set_xlim(memory[0] / 1.8, memory[-1] * 2)  # room for the labels on either side
     return fig
