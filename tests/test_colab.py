@@ -179,7 +179,8 @@ def tiny_book(tmp_path: Path):
     pages = {
         "book/myst/01-one": {**empty, "title": "1. One", "equations": {"eq-one": "7"},
                              "targets": {"ch-one": {"anchor": "", "title": "1. One"},
-                                         "sec-x": {"anchor": "sec-x", "title": "Part $x$"}}},
+                                         "sec-x": {"anchor": "sec-x", "title": "Part $x$"},
+                                         "box-y": {"anchor": "box-y", "title": ""}}},
         "book/myst/02-two": {**empty, "title": "2. Two", "exercises": {"ex-two": "2.1"},
                              "citations": cite},
         "book/references": {**empty, "title": "References"},
@@ -209,6 +210,15 @@ def test_the_translation_gives_plain_markdown(tmp_path):
         "equations": {"eq-one": "7"}, "targets": {"ch-one": {"anchor": "", "title": "1. One"},
                                                    "sec-x": {"anchor": "sec-x", "title": "Part $x$"}}}
     assert set(resolved.used["book/myst/02-two"]["citations"]) == {"a1", "b2"}
+
+
+def test_a_target_without_a_title_links_with_the_text_the_reference_gives(tmp_path):
+    # a label on a box: Sphinx links {ref}`text <label>` to it and refuses a bare {ref}
+    plain_markdown, _, translator = tiny_book(tmp_path)
+    shown, = translator.markdown("See {ref}`the box <box-y>`.")
+    assert shown == "See [the box](https://example.org/site/book/myst/01-one.html#box-y)."
+    with pytest.raises(plain_markdown.UnsupportedMyST, match="box-y, which has no title, needs its own text"):
+        translator.markdown("See {ref}`box-y`.")
 
 
 def test_recorded_titles_keep_their_math_and_code():

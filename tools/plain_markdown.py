@@ -205,6 +205,8 @@ class ChapterTranslator:
             page, found = self.resolved.target(label)
         except KeyError:
             raise self.fail(f"unknown reference target {label}") from None
+        if not (text or found["title"]):
+            raise self.fail(f"{{ref}} to {label}, which has no title, needs its own text")
         return f"[{text or found['title']}]({self.resolved.url(page, found['anchor'])})"
 
     def markdown(self, text: str) -> list[str | Solution]:

@@ -69,7 +69,9 @@ def markdown_text(node: nodes.Node) -> str:
 
 def reference_targets(env: BuildEnvironment) -> dict[str, dict[str, dict[str, str]]]:
     """page -> {label: {"anchor": id, "title": text}}: what {ref}`label` links to and shows.
-    A label on the page's own title has the anchor "" (the link opens the page)."""
+    A label on the page's own title has the anchor "" (the link opens the page); a label on
+    something without a title (a box, a paragraph) has the title "", and a {ref} to it must
+    give its own text, as Sphinx requires."""
     pages: dict[str, dict[str, dict[str, str]]] = {}
     doctrees: dict[str, nodes.document] = {}
     for label, (docname, anchor, title) in sorted(env.get_domain("std").labels.items()):
@@ -84,6 +86,10 @@ def reference_targets(env: BuildEnvironment) -> dict[str, dict[str, dict[str, st
             if section is doctree.next_node(nodes.section):
                 anchor = ""
         pages.setdefault(docname, {})[label] = {"anchor": anchor, "title": title}
+    std = env.get_domain("std")
+    for label, (docname, anchor) in sorted(std.anonlabels.items()):  # on a box or a paragraph:
+        if docname in env.found_docs and label not in std.labels:  # {ref} to it gives its own text
+            pages.setdefault(docname, {})[label] = {"anchor": anchor, "title": ""}
     return pages
 
 
