@@ -308,12 +308,12 @@ def test_plots_of_the_record_name_lines_as_the_chapter_does_with_legends_off_the
                 assert {"ours (numba chunkwise)", "peer, eager", "peer, compiled"} <= set(texts)
                 assert bench.OURS not in texts and bench.PEER not in texts
             if plot is bench.plot_times:  # "(interpolated)", or "(at or below N = 128)"
-                expected = {bench.plots.crossover_label(c) for c in record["summary"]["crossover"]
-                            if c["crossover_n"] is not None}
+                expected = {f"ours overtakes {c['softmax']} (" + (
+                                f"at or below N = {c['sizes'][0]:,})" if c["at_or_below_smallest"]
+                                else "interpolated)")
+                            for c in record["summary"]["crossover"] if c["crossover_n"] is not None}
                 assert {c["softmax"] for c in record["summary"]["crossover"]} == {
                     bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA}
                 assert expected <= set(texts)
-                assert all(text.endswith(("(interpolated)", "(at or below N = 128)"))
-                           for text in expected)
         finally:
             plt.close(fig)
