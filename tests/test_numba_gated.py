@@ -102,3 +102,33 @@ def test_only_the_chunkwise_gated_form_checks_its_own_inputs():
     assert not checks_finite("gated", "recurrent", "numba")
     assert not checks_finite("delta", "chunkwise", "numba")
     assert not checks_finite("gated", "chunkwise", "numpy")
+
+
+@pytest.mark.parametrize("gate", ["scalar", "vector"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_the_deferred_decay_of_the_state_gives_the_scans_answer_row_by_row(gate, dtype, rng):
+    # The chunkwise kernel keeps S as diag(frame) s and touches a row of s only when its frame
+    # would fall below exp(-span): with these rates the rows cross that floor in different
+    # chunks (or never: channel 0 does not decay), and steps of -5000 zero channel 2 (the
+    # last one leaves that row of the state holding the last token's write alone).
+    n, d_k, d_v, span = 203, 5, 3, numba_gated._SPAN[np.dtype(dtype)]
+    q, k, v = rng.standard_normal((3, 2, n, d_k))
+    v = v[..., :d_v]
+    rates = np.array([0.0, 0.3, 1.1, 2.9, 0.05]) * span / 20  # per step, as multiples of the span
+    g = -rates * rng.uniform(0.5, 1.5, (2, n, d_k))
+    g[:, [150, n - 1], 2] = -5000.0
+    if gate == "scalar":
+        g = g[..., 3]  # one decay per step: every row crosses together
+    initial = rng.standard_normal((2, d_k, d_v))
+    run = dict(scale=0.7, initial_state=initial, return_state=True)
+    o_ref, s_ref = la.gated_linear_attention(q, k, v, g, form="recurrent", **run)  # numpy, float64
+    cast = [x.astype(dtype) for x in (q, k, v, g, initial)]
+    o, s = la.gated_linear_attention(*cast[:4], backend="numba", chunk_size=9, scale=0.7, initial_state=cast[4],
+                                     return_state=True)
+    tolerance = 1e-10 if dtype == np.float64 else 1e-4  # float32: 3.3e-5 seen (factors up to exp(span))
+    for got, expected in ((o, o_ref), (s, s_ref)):
+        size = np.abs(expected).max(axis=-1, keepdims=True)  # each row against its own size
+        assert np.all(np.abs(got - expected) <= tolerance * size + 1e-300), np.abs(got - expected).max()
+    if gate == "vector":
+        last_write = k[:, -1, 2, None] * v[:, -1]  # [2, d_v]
+        assert_close(s[:, 2], last_write, rtol=tolerance)

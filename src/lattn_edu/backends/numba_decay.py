@@ -87,12 +87,11 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
     factor lies in [1, exp(span)] while the piece spans a decay of at most exp(span). The query
     side is computed as exp(· − span) and exp(span) put back after the product. A new piece
     starts where the next row would exceed the span (a single row always fits), so one piece
-    covers the chunk unless the decay is strong. Returns the number of pieces: with one, q_scaled[:c]
-    holds Q ⊙ exp(B − B_last − span), which :func:`_queries_from_piece` turns into the decayed
-    queries without a second exponential per entry.
+    covers the chunk unless the decay is strong. (The gated kernel builds a chunk that is one
+    piece with :func:`_one_piece_products` instead, which also makes the operands of its
+    products with the state in the same pass.)
     """
     c, d_k = k_c.shape
-    pieces = 0
     boost = np.exp(span)
     p0 = 0
     while p0 < c:
@@ -111,37 +110,47 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
             for j in range(p0 + i + 1):
                 weights[p0 + i, j] = piece[i, j] * boost
         p0 = p1
-        pieces += 1
-    return pieces
 
 
 @njit(cache=True, fastmath=_FAST)
-def _queries_from_piece(q_scaled, cumulative, span, scale, fast_exp):
-    """q_scaled[:c] *= scale · exp(B_last + span) column by column: from the one piece's queries
-    Q ⊙ exp(B − B_last − span) to the decayed queries scale · Q ⊙ exp(B). Every factor is at most
-    exp(span), and the piece's own factors are at least exp(−span), so nothing overflows; the
-    factor is taken as exp(B_last) · exp(span), which is 0 where B_last < −104 in float32 (the
-    decayed queries are then below 1e-36 of the queries)."""
-    c, d_k = cumulative.shape
-    factors = np.empty(d_k, q_scaled.dtype)
-    boost = scale * np.exp(span)
-    for r in range(d_k):
-        factors[r] = boost * _exp_value(cumulative[c - 1, r], fast_exp)
+def _one_piece_products(q_c, k_c, cumulative, span, columns, inverse, q_scaled, k_scaled, q_decayed, k_state,
+                        fast_exp):
+    """For a chunk that is one piece (B_0 − B_last <= span in every channel, so every factor
+    below lies in [exp(−span), 1]), the operands of its three products with vector decay, from
+    one pass with two exps per entry:
+
+        q_scaled = Q ⊙ exp(B − B_last − span),  k_scaled = K ⊙ exp(B_last − B)   the weights, / exp(span)
+        q_decayed = q_scaled ⊙ columns,           k_state = k_scaled ⊙ inverse     with the state
+
+    ``columns`` [d_k] is scale · exp(B_last + span) · the state's frame before the chunk, which
+    turns q_scaled into scale · Q ⊙ exp(B) ⊙ frame (each factor exp(B_last) · exp(span) is 0 where
+    B_last < −104 in float32, and the decayed queries are then below 1e-36 of the queries);
+    ``inverse`` [d_k] is 1 / the frame after it (see :mod:`.numba_gated`)."""
+    c, d_k = q_c.shape
     for i in range(c):
         for r in range(d_k):
-            q_scaled[i, r] *= factors[r]
+            to_end = cumulative[c - 1, r] - cumulative[i, r]  # B_last − B_i <= 0
+            q_piece = q_c[i, r] * _exp_value(-to_end - span, fast_exp)
+            k_piece = k_c[i, r] * _exp_value(to_end, fast_exp)
+            q_scaled[i, r], k_scaled[i, r] = q_piece, k_piece
+            q_decayed[i, r], k_state[i, r] = q_piece * columns[r], k_piece * inverse[r]
 
 
 @njit(cache=True, fastmath=_FAST)
-def _decayed_queries(q_c, cumulative, kind, scale, out, fast_exp):
-    """out[:c] = scale · Q ⊙ exp(b): the queries decayed back to the chunk's start (one factor per
-    row for kind 1, per entry for kind 2; none for kind 0)."""
+def _decayed_queries(q_c, cumulative, kind, scale, frame, out, fast_exp):
+    """out[:c] = scale · Q ⊙ exp(b) ⊙ frame: the queries decayed back to the chunk's start (one
+    factor per row for kind 1, per entry for kind 2), times frame [d_k], the factors the state
+    is kept in per key channel (ones for a state kept as it is); scale · Q for kind 0, which
+    has neither (frame may be empty)."""
     c, d_k = q_c.shape
     for i in range(c):
         if kind == 2:
             for r in range(d_k):
-                out[i, r] = scale * q_c[i, r] * _exp_value(cumulative[i, r], fast_exp)
-        else:
-            factor = scale * _exp_value(cumulative[i, 0], fast_exp) if kind == 1 else scale
+                out[i, r] = scale * q_c[i, r] * _exp_value(cumulative[i, r], fast_exp) * frame[r]
+        elif kind == 1:
+            factor = scale * _exp_value(cumulative[i, 0], fast_exp)
             for r in range(d_k):
-                out[i, r] = q_c[i, r] * factor
+                out[i, r] = q_c[i, r] * factor * frame[r]
+        else:
+            for r in range(d_k):
+                out[i, r] = q_c[i, r] * scale

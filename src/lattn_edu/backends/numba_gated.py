@@ -10,10 +10,12 @@ axes are flattened to one axis of B sequences that ``prange`` shares out among t
 Every decay factor is exp of a number <= 0 (a sum of log decays over a segment, or the
 difference of two such sums inside one chunk), so nothing overflows however long the sequence
 or strong the decay; a factor that underflows is one whose true value is below the dtype's
-smallest number. The one exception is deliberate and bounded: to turn a chunk of vector decays
-into one matrix product, the chunkwise kernel scales queries up by at most exp(θ) (θ = 20 in
-float32, 200 in float64) and keys down by the rest, and cuts the chunk into pieces wherever
-the decay inside one would exceed exp(θ) (see :mod:`.numba_decay`).
+smallest number. The exceptions are deliberate and bounded by exp(θ) (θ = 20 in float32, 200
+in float64): to turn a chunk of vector decays into one matrix product, the chunkwise kernel
+scales queries up by at most exp(θ) and keys down by the rest, and cuts the chunk into pieces
+wherever the decay inside one would exceed exp(θ) (see :mod:`.numba_decay`); and it keeps the
+state as diag(frame) s with every frame in [exp(−θ), 1], so keys enter s scaled up by at most
+exp(θ) (see :func:`_advance_frame`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from numba import njit, prange
 from .._checks import nonfinite_error, nonfinite_output_error, overflow_error, positive_log_decay_error
 from .numba_blas import (_FAST, FEATURE_CODES, _blas_arguments, _chunk_features, _exp_value, _gemm,
                          _lower_triangle_matmul, _probe, one_blas_thread)
-from .numba_decay import (_chunk_cumulative, _decayed_queries, _queries_from_piece, _scalar_decay_weights,
-                          _vector_decay_weights)
+from .numba_decay import (_chunk_cumulative, _decayed_queries, _one_piece_products, _piece_end,
+                          _scalar_decay_weights, _vector_decay_weights)
 
 # The largest decay exp(θ) a piece of a chunk may span with vector decay (query factors stay in
 # [exp(-θ), 1], key factors in (0, 1]); and exponents below which exp is 0 in the dtype.
@@ -135,6 +137,11 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
     q, k [B, N, d_k], v [B, N, d_v], g [B, N, w]; kind 0 no decay, 1 scalar (w = 1), 2 vector
     (w = d_k). state [B, d_k, ·] goes in as S_0 and comes out as S_N; out [B, N, d_v].
 
+    Inside, S is kept as diag(frame) s: a chunk's decay multiplies the d_k numbers of the frame,
+    not the d_k × d_v entries of s, and its keys enter s divided by the frame (in the pass that
+    scales them anyway); a row takes its frame into s only when the frame would fall below
+    exp(−span) (:func:`_advance_frame`), and every row does at the end.
+
     Linear attention runs here too, in two options that keep it to one pass over the input:
     ``feature`` 1 or 2 computes φ(q), φ(k) (elu+1, relu) a chunk at a time (0: q, k are the
     features); and when state has d_v + 1 columns, [S | z], the recurrence runs on [V | 1] and
@@ -148,6 +155,7 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
     n, d_k, d_v = k.shape[1], k.shape[2], v.shape[2]
     normalise = state.shape[2] != d_v
     dtype = v.dtype
+    floor = 1 / np.exp(span)
     for b in prange(q.shape[0]):
         blas = _blas_arguments(dtype)
         s = np.ascontiguousarray(state[b, :, :d_v]) if normalise else state[b]  # S  [d_k, d_v]
@@ -155,13 +163,18 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
         weights_scratch = np.empty(chunk_size * chunk_size, dtype)
         decayed = kind != 0 or scale != 1  # scratch that only decay (or a scale) needs
         piece_scratch = np.empty(chunk_size * chunk_size if kind == 2 else 0, dtype)
-        rows = chunk_size if decayed else 0
+        rows, vector_rows = chunk_size if decayed else 0, chunk_size if kind == 2 else 0
         q_scaled, k_scaled = np.empty((rows, d_k), dtype), np.empty((rows, d_k), dtype)
+        q_decayed, k_state = np.empty((vector_rows, d_k), dtype), np.empty((vector_rows, d_k), dtype)
         q_features, k_features = np.empty(chunk_size * d_k, dtype), np.empty(chunk_size * d_k, dtype)
         row_sums = np.empty(chunk_size, dtype)  # tril(W) 1, the denominators inside the chunk
         cumulative = np.empty((chunk_size, g.shape[2]), dtype)  # b (or B) inside the chunk
         key_decays = np.empty(chunk_size if kind == 1 else 0, dtype)  # exp(b_last − b_j)
-        row_decays = np.empty(d_k if kind != 0 else 0, dtype)  # exp(b_last) per key channel
+        framed = d_k if kind != 0 else 0  # the frame and its companions, which only decay needs
+        frame = np.ones(framed, dtype)  # S = diag(frame) s: the decays not yet applied to s, per row
+        old_frame, inverse = np.ones(framed, dtype), np.ones(framed, dtype)  # the frame before the chunk; 1 / frame
+        settle = np.empty(framed, dtype)  # per row: a factor to apply to s now, or -1
+        columns = np.empty(d_k if kind == 2 else 0, dtype)  # scale · exp(b_last + span) · old_frame
         probe = np.zeros(6, dtype)  # q, k, v, out, g finite; g above 0
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
@@ -176,60 +189,100 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 found, above = _chunk_cumulative(g[b], start, stop, cumulative)
                 probe[4] += found
                 probe[5] += above
-            pieces = 0
-            if kind == 2:
-                pieces = _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled,
-                                               piece_scratch, fast_exp, blas)
+                # the chunk's decay exp(b_last) into the frame; s itself waits (see _advance_frame)
+                _advance_frame(cumulative[c - 1], kind, floor, frame, old_frame, inverse, settle, fast_exp)
+            weight_factor = scale  # the weights' last factor
+            if kind == 2 and _piece_end(cumulative[:c], 0, span) == c:  # one piece, the usual case
+                boost = np.exp(span)
+                for r in range(d_k):
+                    columns[r] = scale * boost * _exp_value(cumulative[c - 1, r], fast_exp) * old_frame[r]
+                _one_piece_products(q_c, k_c, cumulative[:c], span, columns, inverse, q_scaled, k_scaled, q_decayed,
+                                    k_state, fast_exp)
+                _gemm(q_scaled[:c], k_scaled[:c], weights, False, True, 0, blas)  # Q_c K_cᵀ, decayed
+                weight_factor = scale * boost
+            elif kind == 2:  # pieces: the weights, then the operands with the state in passes of their own
+                _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled, piece_scratch,
+                                      fast_exp, blas)
+                _decayed_queries(q_c, cumulative[:c], kind, scale, old_frame, q_decayed, fast_exp)
+                for j in range(c):
+                    for r in range(d_k):
+                        k_state[j, r] = k_scaled[j, r] * inverse[r]
             else:
                 _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q_c K_cᵀ
             if kind == 1:
                 _scalar_decay_weights(cumulative[:c, 0], weights, scale, key_decays, fast_exp)
-            elif scale != 1:
+            elif weight_factor != 1:
                 for i in range(c):
                     for j in range(i + 1):
-                        weights[i, j] *= scale
+                        weights[i, j] *= weight_factor
             if normalise:
                 _lower_row_sums(weights, row_sums)
             probe[2] += _copy_rows(v_c, out_c)
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            queries = q_c  # the queries as they are, or decayed back to the chunk's start and scaled
-            if pieces == 1:  # q_scaled holds the one piece's queries: rescale them by columns
-                _queries_from_piece(q_scaled[:c], cumulative[:c], span, scale, fast_exp)
-                queries = q_scaled[:c]
+            queries, keys = q_c, k_c  # as they are, or decayed (to the chunk's start, its end) and scaled
+            if kind == 2:
+                queries, keys = q_decayed[:c], k_state[:c]
             elif decayed:
-                _decayed_queries(q_c, cumulative[:c], kind, scale, q_scaled, fast_exp)
+                _decayed_queries(q_c, cumulative[:c], kind, scale, old_frame, q_scaled, fast_exp)
                 queries = q_scaled[:c]
             _gemm(queries, s, out_c, False, False, 1, blas)  # + every chunk before it
             if normalise:
                 probe[3] += _divide_rows(out_c, row_sums, queries, z, eps)
             else:
                 probe[3] += _probe(out_c)  # while the chunk's output is still in cache
-            keys = k_c  # the keys as they are, or decayed to the chunk's end
             if kind != 0:
-                if kind == 2:  # exp(b_last): one per key channel, or the one repeated
+                _settle_rows(s, z, settle)  # the rows whose frame fell below the floor take their decay now
+            if kind == 1:  # K ⊙ exp(b_last − b) / frame
+                for j in range(c):
                     for r in range(d_k):
-                        row_decays[r] = _exp_value(cumulative[c - 1, r], fast_exp)
-                else:
-                    row_decays[:] = _exp_value(cumulative[c - 1, 0], fast_exp)
-                for r in range(d_k):  # S ← diag(exp(b_last)) S, and z alike
-                    for col in range(d_v):
-                        s[r, col] *= row_decays[r]
-                    if normalise:
-                        z[r] *= row_decays[r]
-                if kind == 1:  # K ⊙ exp(b_last − b) (kind 2 left it in k_scaled)
-                    for j in range(c):
-                        for r in range(d_k):
-                            k_scaled[j, r] = k_c[j, r] * key_decays[j]
+                        k_scaled[j, r] = k_c[j, r] * key_decays[j] * inverse[r]
                 keys = k_scaled[:c]
             _gemm(keys, v_c, s, True, False, 1, blas)  # carry the chunk into the state
             if normalise:
                 for j in range(c):
                     for r in range(d_k):
                         z[r] += keys[j, r]
+        for r in range(framed):  # the decays the frame still holds, into S and z
+            for col in range(d_v):
+                s[r, col] *= frame[r]
+            if normalise:
+                z[r] *= frame[r]
         if normalise:  # [S | z] back into the state
             state[b, :, :d_v] = s
             state[b, :, d_v] = z
         probes[b] = probe
+
+
+@njit(cache=True, fastmath=_FAST)
+def _advance_frame(last, kind, floor, frame, old_frame, inverse, settle, fast_exp):
+    """A chunk's decay diag(exp(b_last)) carried into S = diag(frame) s without a pass over s:
+    frame ← frame · exp(b_last) row by row (b_last = last[r] for kind 2, last[0] for kind 1),
+    old_frame keeps the frame before it (the queries read S as it was) and inverse = 1 / frame
+    (the keys enter s divided by it). A row whose frame would fall below ``floor`` = exp(−span)
+    is marked in ``settle`` with that factor, for :func:`_settle_rows` to apply to s once the
+    chunk's queries have read it, and restarts at 1; other rows get −1. So s stays within
+    exp(span) of S, a decay that underflows to 0 zeroes its row as it should, and with mild
+    decays a row of s is touched once in many chunks instead of once per chunk."""
+    for r in range(frame.shape[0]):
+        old_frame[r] = frame[r]
+        factor = frame[r] * _exp_value(last[r if kind == 2 else 0], fast_exp)
+        settle[r] = -1
+        if factor < floor:
+            settle[r] = factor
+            factor = frame.dtype.type(1)
+        frame[r] = factor
+        inverse[r] = 1 / factor
+
+
+@njit(cache=True, fastmath=_FAST)
+def _settle_rows(s, z, settle):
+    """s[r] *= settle[r] (and z[r], if z has entries) for the rows :func:`_advance_frame` marked."""
+    for r in range(settle.shape[0]):
+        if settle[r] >= 0:
+            for col in range(s.shape[1]):
+                s[r, col] *= settle[r]
+            if z.shape[0] > 0:
+                z[r] *= settle[r]
 
 
 @njit(cache=True, fastmath=_FAST)

@@ -45,6 +45,7 @@ def _kda_chunkwise_kernel(q, k, v, beta, g, scale, chunk_size, span, fast_exp, s
         x_scaled, k_scaled = np.empty((chunk_size, d_k), dtype), np.empty((chunk_size, d_k), dtype)
         decayed = np.empty((chunk_size, d_k), dtype)  # K ⊙ exp(B), then scale · Q ⊙ exp(B)
         cumulative = np.empty((chunk_size, d_k), dtype)  # B
+        no_frame = np.ones(d_k, dtype)  # the state is kept as it is
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             c = stop - start
@@ -62,7 +63,7 @@ def _kda_chunkwise_kernel(q, k, v, beta, g, scale, chunk_size, span, fast_exp, s
                     system[i, j] *= beta_c[i]
                 for j in range(i + 1):
                     weights[i, j] *= scale
-            _decayed_queries(k_c, cumulative[:c], 2, one, decayed, fast_exp)  # K ⊙ exp(B)
+            _decayed_queries(k_c, cumulative[:c], 2, one, no_frame, decayed, fast_exp)  # K ⊙ exp(B)
             _gemm(decayed[:c], s, u, False, False, 0, blas)  # (K ⊙ exp(B)) S
             for i in range(c):
                 for col in range(d_v):
@@ -70,7 +71,7 @@ def _kda_chunkwise_kernel(q, k, v, beta, g, scale, chunk_size, span, fast_exp, s
             _unit_lower_solve(system, u, blas)  # U = (I + A)⁻¹ (...)
             out_c[:] = u
             _lower_triangle_matmul(weights, out_c, blas)  # inside the chunk
-            _decayed_queries(q_c, cumulative[:c], 2, scale, decayed, fast_exp)
+            _decayed_queries(q_c, cumulative[:c], 2, scale, no_frame, decayed, fast_exp)
             _gemm(decayed[:c], s, out_c, False, False, 1, blas)  # + every chunk before it
             for r in range(d_k):
                 decay_out = np.exp(cumulative[c - 1, r])
