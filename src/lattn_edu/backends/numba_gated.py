@@ -191,15 +191,13 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 probe[5] += above
                 # the chunk's decay exp(b_last) into the frame; s itself waits (see _advance_frame)
                 _advance_frame(cumulative[c - 1], kind, floor, frame, old_frame, inverse, settle, fast_exp)
-            weight_factor = scale  # the weights' last factor
-            if kind == 2 and _piece_end(cumulative[:c], 0, span) == c:  # one piece, the usual case
-                boost = np.exp(span)
+            one_piece = kind == 2 and _piece_end(cumulative[:c], 0, span) == c  # the usual case with vector decay
+            if one_piece:  # the weights (scaled) and the state's operands in one pass
+                boost = scale * np.exp(span)
                 for r in range(d_k):
-                    columns[r] = scale * boost * _exp_value(cumulative[c - 1, r], fast_exp) * old_frame[r]
-                _one_piece_products(q_c, k_c, cumulative[:c], span, columns, inverse, q_scaled, k_scaled, q_decayed,
-                                    k_state, fast_exp)
-                _gemm(q_scaled[:c], k_scaled[:c], weights, False, True, 0, blas)  # Q_c K_cᵀ, decayed
-                weight_factor = scale * boost
+                    columns[r] = boost * _exp_value(cumulative[c - 1, r], fast_exp) * old_frame[r]
+                _one_piece_products(q_c, k_c, cumulative[:c], span, scale, columns, inverse, weights, q_scaled,
+                                    k_scaled, q_decayed, k_state, fast_exp, blas)
             elif kind == 2:  # pieces: the weights, then the operands with the state in passes of their own
                 _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled, piece_scratch,
                                       fast_exp, blas)
@@ -211,10 +209,10 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 _gemm(q_c, k_c, weights, False, True, 0, blas)  # Q_c K_cᵀ
             if kind == 1:
                 _scalar_decay_weights(cumulative[:c, 0], weights, scale, key_decays, fast_exp)
-            elif weight_factor != 1:
+            elif scale != 1 and not one_piece:
                 for i in range(c):
                     for j in range(i + 1):
-                        weights[i, j] *= weight_factor
+                        weights[i, j] *= scale
             if normalise:
                 _lower_row_sums(weights, row_sums)
             probe[2] += _copy_rows(v_c, out_c)
