@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from lattn_edu.exercises import CATALOG, ExerciseFailed, ch16
 from lattn_edu.recall import window_reach
 
-IDS = ("ch16.window_reach", "ch16.numbers_kept")
+IDS = ("ch16.window_reach", "ch16.numbers_kept", "ch16.bits_per_character")
 
 
 def check(exercise_id, answer):
@@ -75,3 +77,25 @@ def test_kept_cases_cover_every_kind_a_short_sequence_and_a_window_wider_than_it
 def test_numbers_kept_slips_are_rejected(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
         check("ch16.numbers_kept", wrong)
+
+
+# --- ch16.bits_per_character
+
+def test_a_uniform_guess_among_72_characters_costs_log2_72_bits():
+    import math
+
+    import numpy as np
+
+    uniform = np.full((2, 3), math.log(72))  # −ln(1/72) nats at every position
+    assert ch16.package_bits_per_character(uniform) == pytest.approx(math.log2(72))
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda losses: float(losses.mean()),  # left in nats
+    lambda losses: float(losses.mean()) * math.log(2),  # times ln 2 instead of divided
+    lambda losses: float(losses.sum(axis=1).mean()) / math.log(2),  # bits per window
+    lambda losses: float(losses[:, -1].mean()) / math.log(2),  # the last position only
+], ids=["nats", "times ln 2", "per window", "last position"])
+def test_bits_per_character_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch16.bits_per_character", wrong)

@@ -78,3 +78,25 @@ def test_the_decode_plot_highlights_three_models_and_marks_the_crossing():
     matplotlib.pyplot.close(plain)
     with pytest.raises(ValueError, match="at most 3"):
         plots.plot_decode(record, highlight=("softmax", "linear", "kda", "mamba2"))
+
+
+def test_the_lab_figures_give_every_model_its_own_colour_and_its_mapped_name():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lattn_edu.lm import plots, recorded
+
+    lab = recorded("full")
+    names = {"linear": "linear (elu+1)", "hybrid": "1-in-4 hybrid"}
+    for draw in (plots.plot_validation, plots.plot_position_bits):
+        fig = draw(lab, names=names)
+        texts = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert len(texts) == 8 and "linear (elu+1) (3)" in texts and "1-in-4 hybrid (3)" in texts
+        assert "softmax (3)" in texts  # a key the mapping lacks keeps its name
+        thick = [line for line in fig.axes[0].get_lines() if line.get_linewidth() == 2]
+        assert len({line.get_color() for line in thick}) == len(thick) == 8  # no colour shared
+        plt.close(fig)
+    old = plots.plot_validation(lab)  # the old call form: the record's keys
+    assert "hybrid (3)" in [t.get_text() for t in old.legends[0].get_texts()]
+    plt.close(old)

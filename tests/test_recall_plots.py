@@ -326,3 +326,29 @@ def test_plateau_steps_marks_where_the_run_left_the_plateau_and_fell_below_half(
     fig = plots.plot_plateau_steps(record, flat)
     assert not [line for line in fig.axes[0].get_lines() if line.get_marker() == "o"]
     plt.close(fig)
+
+
+def test_the_plots_name_the_models_as_a_mapping_says_and_keep_the_key_without_one():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    names = {"linear": "linear (elu+1)"}
+    fig = plots.plot_chosen_losses(record, {"a": [("linear", None), ("softmax", None)]}, names=names)
+    labels = {line.get_label() for line in fig.axes[0].get_lines()}
+    assert {"linear (elu+1)", "softmax"} <= labels and "linear" not in labels
+    plt.close(fig)
+    run = next(r for r in record["runs"] if r["model"] == "linear")
+    fig = plots.plot_plateau_steps(record, run, names=names)
+    assert fig.axes[0].get_legend().get_texts()[0].get_text() == f"linear (elu+1), seed {run['seed']}"
+    plt.close(fig)
+
+
+def test_a_colour_mapping_replaces_the_family_colour_of_the_keys_it_holds():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    fig = plots.plot_chosen_losses(record, {"a": [("linear", None), ("softmax", None)]},
+                                   colours={"linear": "#123456"})
+    colour_of = {line.get_label(): line.get_color() for line in fig.axes[0].get_lines()}
+    assert colour_of["linear"] == "#123456" and colour_of["softmax"] == plots.style_of("softmax")[0]
+    plt.close(fig)

@@ -1,16 +1,24 @@
 """Exercises for chapter 16 (recall and real text): the share of recall queries one sliding
-window can reach, and the numbers a recall stack keeps after n tokens (the measured decode
-crossing is chapter 15's, ``ch15.decode_crossing``).
+window can reach, the numbers a recall stack keeps after n tokens, and the language-model lab's
+bits per character from its losses in nats (the measured decode crossing is chapter 15's,
+``ch15.decode_crossing``).
 
 What each checker compares with (the package's own code, never the solutions):
 
 - ``ch16.window_reach``: :func:`lattn_edu.recall.window_reach`; rtol 1e-12.
 - ``ch16.numbers_kept``: ``cache_floats(n)`` of a :class:`lattn_edu.recall.model.RecallModel`
   built with the layers named (its mixers' own counts); exact.
+- ``ch16.bits_per_character``: :func:`lattn_edu.lm.probes.bits` of the mean of the losses,
+  as the lab computes it; rtol 1e-9.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from ..lm.probes import bits
 from ..recall.config import RecallConfig
 from ..recall.model import RecallModel
 from ..recall.task import window_reach
@@ -94,9 +102,42 @@ def _check_numbers_kept(answer):
     check_function(answer, package_numbers_kept, _kept_cases(), rtol=0.0)
 
 
+# --- ch16.bits_per_character
+
+
+def solution_bits_per_character(losses):
+    """The lab's validation bits per character: a float.
+
+    losses[b, t] is the loss −ln p, in nats, of the character at position
+    t of window b. Every character weighs the same: take the mean over all
+    windows and positions, then turn nats into bits (divide by ln 2).
+    """
+    return float(np.mean(losses)) / math.log(2)
+
+
+def package_bits_per_character(losses):
+    """What the lab records: probes.bits of the mean over every window and position."""
+    return float(bits(np.asarray(losses, dtype=np.float64).mean()))
+
+
+def _bits_cases():
+    """A uniform guess among 72 characters, one character, and uneven random losses."""
+    rng = np.random.default_rng(16)
+    cases = [np.full((4, 8), math.log(72)), np.array([[0.5]]),
+             rng.exponential(1.6, size=(3, 5)), rng.exponential(1.6, size=(128, 256)),
+             rng.exponential(1.6, size=(7, 2))]
+    return [{"losses": losses} for losses in cases]
+
+
+def _check_bits_per_character(answer):
+    check_function(answer, package_bits_per_character, _bits_cases(), rtol=1e-9)
+
+
 EXERCISES = [
     Exercise("ch16.window_reach", "The share of recall queries one sliding window reaches",
              "code", solution_window_reach, _check_window_reach),
     Exercise("ch16.numbers_kept", "What a recall stack keeps after n tokens",
              "code", solution_numbers_kept, _check_numbers_kept),
+    Exercise("ch16.bits_per_character", "The language-model lab's bits per character",
+             "code", solution_bits_per_character, _check_bits_per_character),
 ]

@@ -19,6 +19,14 @@ from .lab import summarise
 
 # the lab's models that are not a single registered mixer: the hybrid, and Based's two layers
 LM_STYLES = {**STYLES, "hybrid": (PALETTE["vermillion"], "-.", "D"), "based": (PALETTE["sky"], "--", "s")}
+# the lab figures' styles (plot_validation, plot_position_bits): eight models on one axis, so no two
+# share a colour (the eight colours of the book's palette, Based's yellow darkened to olive to show
+# on white), and the line style and marker tell apart again the models a colour-blind reader may
+# confuse; a model not listed falls back to LM_STYLES
+LAB_STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "sliding_window": (PALETTE["sky"], "--", "v"),
+              "linear": (PALETTE["orange"], ":", "^"), "based": ("#8C7A00", "-.", "s"),
+              "gated_deltanet": (PALETTE["purple"], "-", "D"), "kda": (PALETTE["black"], "--", "P"),
+              "mamba2": (PALETTE["green"], ":", "X"), "hybrid": (PALETTE["vermillion"], "-.", "*")}
 
 
 def best_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -27,32 +35,40 @@ def best_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                            and r["learning_rate"] == row["learning_rate"]] for row in summarise(record)}
 
 
-def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]]) -> None:
-    colour, line, _ = LM_STYLES[model]
+def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]],
+          names: dict[str, str] | None = None) -> None:
+    """Thin lines for the seeds, a thick one (with markers) for their mean, labelled with the
+    model's name in ``names`` (its record key where ``names`` lacks it) and its seed count."""
+    colour, line, marker = LAB_STYLES.get(model, LM_STYLES[model])
     for curve in curves:
-        ax.plot(x, curve, line, color=colour, lw=0.6, alpha=0.5)
-    ax.plot(x, np.mean(curves, axis=0), line, color=colour, lw=2, label=f"{model} ({len(curves)})")
+        ax.plot(x, curve, ls=line, color=colour, lw=0.6, alpha=0.5)
+    name = (names or {}).get(model, model)
+    ax.plot(x, np.mean(curves, axis=0), ls=line, color=colour, lw=2, marker=marker, markersize=5,
+            label=f"{name} ({len(curves)})")
 
 
-def plot_validation(record: dict[str, Any], first_step: int = 100) -> Any:
+def plot_validation(record: dict[str, Any], first_step: int = 100,
+                    names: dict[str, str] | None = None) -> Any:
     """Validation bits per character against training step (from ``first_step``: step 0 is the
-    untrained model's log2 of the vocabulary, which would squash the rest)."""
+    untrained model's log2 of the vocabulary, which would squash the rest). ``names`` maps record
+    keys to the legend's names (a key it lacks is shown as is)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
     for model, runs in best_runs(record).items():
         points = [p for p in runs[0]["validation"] if p["step"] >= first_step]
         curves = [[p["bits"] for p in r["validation"] if p["step"] >= first_step] for r in runs]
-        _draw(ax, model, np.array([p["step"] for p in points]), curves)
+        _draw(ax, model, np.array([p["step"] for p in points]), curves, names)
     ax.set(xlabel="training step", ylabel="validation bits per character",
            title="mean over seeds (thick) and each seed (thin); (n): seeds")
     fig.legend(loc="outside right upper", fontsize=8)
     return fig
 
 
-def plot_position_bits(record: dict[str, Any]) -> Any:
+def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = None) -> Any:
     """Validation bits per character by position in the context, in blocks: how much each model
-    gains from the characters before (falling lines: it uses the far context)."""
+    gains from the characters before (falling lines: it uses the far context). ``names`` maps
+    record keys to the legend's names (a key it lacks is shown as is)."""
     import matplotlib.pyplot as plt
 
     block = record["config"]["position_block"]
@@ -60,7 +76,7 @@ def plot_position_bits(record: dict[str, Any]) -> Any:
     for model, runs in best_runs(record).items():
         curves = [r["position_bits"] for r in runs]
         starts = block * np.arange(len(curves[0]))
-        _draw(ax, model, starts + block / 2, curves)
+        _draw(ax, model, starts + block / 2, curves, names)
     ax.set(xlabel=f"position in the context (blocks of {block} characters)",
            ylabel="validation bits per character", title="after training; (n): seeds")
     fig.legend(loc="outside right upper", fontsize=8)

@@ -80,7 +80,8 @@ WINDOW_LINES = ("--", ":", (0, (3, 1, 1, 1)), (0, (1, 3)), (0, (5, 1, 1, 1, 1, 1
 
 
 def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]],
-                       schedule: bool = False) -> Any:
+                       schedule: bool = False, names: dict[str, str] | None = None,
+                       colours: dict[str, str] | None = None) -> Any:
     """The training loss of chosen runs against step: one panel per title, each holding the
     (model, window) pairs listed (window None for every model but the sliding window), a thin
     line per seed, with the guessing loss and half of it dashed in grey. With ``schedule``, a
@@ -91,7 +92,9 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
     Each model is drawn in :func:`style_of`'s colour, line and marker (a marker every few
     points), the scheme of :func:`plot_memory_recall`, so a colour means the same model in
     both figures; the windows share the sliding window's colour and marker and each gets its
-    own line (:data:`WINDOW_LINES`, widest first)."""
+    own line (:data:`WINDOW_LINES`, widest first). ``names`` maps record keys to the legend's
+    names (a key it lacks is shown as is); ``colours`` replaces :func:`style_of`'s colour of the
+    keys it holds (so that models of one family can each have a colour of their own)."""
     import matplotlib.pyplot as plt
 
     every = record["config"]["curve_every"]
@@ -121,11 +124,12 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
             if not runs:
                 raise ValueError(f"the record has no run of {model!r} with window {window!r}")
             colour, line, marker = style_of(model)
+            colour = (colours or {}).get(model, colour)
             if window is not None:
                 line = WINDOW_LINES[windows.index(window)]
             for i, run in enumerate(sorted(runs, key=lambda r: r["seed"])):
                 steps = every * (np.arange(len(run["loss_curve"])) + 1)
-                label = (model + (f" (W = {window})" if window else "")) if i == 0 else None
+                label = (_name(model, names) + (f" (W = {window})" if window else "")) if i == 0 else None
                 ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1, label=label, marker=marker,
                         markersize=4, markevery=(i, 4))  # seeds' markers a point apart
         for level, name in ((guess, "guessing loss"), (guess / 2, "half of it")):
@@ -138,12 +142,14 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
     return fig
 
 
-def plot_plateau_steps(record: dict[str, Any], run: dict[str, Any], margin: float = 0.1) -> Any:
+def plot_plateau_steps(record: dict[str, Any], run: dict[str, Any], margin: float = 0.1,
+                       names: dict[str, str] | None = None) -> Any:
     """One run's training loss against step, its two plateau steps marked and named: where it
     left the plateau (:func:`.study.plateau_start`, the first curve point ``margin`` nats below
     the guessing loss) and where it fell below half the guessing loss
     (:func:`.study.plateau_exit`). The guessing loss, the margin below it and half of it are
-    drawn in grey; a step the run never reached is not marked."""
+    drawn in grey; a step the run never reached is not marked. ``names`` maps record keys to the
+    legend's names (a key it lacks is shown as is)."""
     import matplotlib.pyplot as plt
 
     every = record["config"]["curve_every"]
@@ -151,7 +157,7 @@ def plot_plateau_steps(record: dict[str, Any], run: dict[str, Any], margin: floa
     colour, line, _ = style_of(run["model"])
     steps = every * (np.arange(len(run["loss_curve"])) + 1)
     fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
-    name = run["model"] + (f" (W = {run['window']})" if run.get("window") else "")
+    name = _name(run["model"], names) + (f" (W = {run['window']})" if run.get("window") else "")
     ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1.2, label=f"{name}, seed {run['seed']}")
     levels = ((guess, "guessing loss", "--"), (guess - margin, f"{margin:g} nats below it", ":"),
               (guess / 2, "half the guessing loss", "--"))
@@ -244,17 +250,25 @@ def style_of(model: str) -> tuple[str, str, str]:
     return colour, (0, (5, 1.5, 1, 1.5, 1, 1.5)), "D"  # dash-dot-dot
 
 
-def _short_label(row: dict[str, Any]) -> str:
+def _name(model: str, names: dict[str, str] | None) -> str:
+    """The name ``names`` gives a record key, or the key itself."""
+    return (names or {}).get(model, model)
+
+
+def _short_label(row: dict[str, Any], names: dict[str, str] | None = None) -> str:
     """A marker's label in :func:`plot_memory_recall`: the model's name, or W = its window."""
-    return f"W = {row['window']}" if "window" in row else row["model"]
+    return f"W = {row['window']}" if "window" in row else _name(row["model"], names)
 
 
-def plot_memory_recall(record: dict[str, Any]) -> Any:
+def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = None,
+                       colours: dict[str, str] | None = None) -> Any:
     """Recall accuracy against the numbers each model keeps per sequence after the task's 3P
     tokens (all layers; log scale, ticked at the numbers the models keep): mean over seeds with
     the range as an error bar, each marker labelled with its model (a window by W = its width;
     models at the same point share one label), the sliding windows joined by a line from the
-    narrowest to the widest."""
+    narrowest to the widest. ``names`` maps record keys to the labels' names (a key it lacks is
+    shown as is); ``colours`` replaces :func:`style_of`'s colour of the keys it holds. A label
+    whose marker was moved left goes on its left and below it, clear of labels further left."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
@@ -270,7 +284,8 @@ def plot_memory_recall(record: dict[str, Any]) -> Any:
             dodge[x, mean] = 1.1 ** (k - (len(means) - 1) / 2) if len(means) > 1 else 1.0
     for row in rows:
         colour, _, marker = style_of(row["model"])
-        label = row["model"] + (f" (W = {row['window']})" if "window" in row else "")
+        colour = (colours or {}).get(row["model"], colour)
+        label = _name(row["model"], names) + (f" (W = {row['window']})" if "window" in row else "")
         x = row["cache_floats"] * dodge[row["cache_floats"], round(row["mean"], 3)]
         ax.errorbar([x], [row["mean"]], yerr=[[row["mean"] - row["min"]],
                                                                 [row["max"] - row["mean"]]],
@@ -279,16 +294,16 @@ def plot_memory_recall(record: dict[str, Any]) -> Any:
     if windows:
         ax.plot([r["cache_floats"] * dodge[r["cache_floats"], round(r["mean"], 3)] for r in windows],
                 [r["mean"] for r in windows], "--",
-                color=style_of(windows[0]["model"])[0], lw=0.8)
+                color=(colours or {}).get(windows[0]["model"], style_of(windows[0]["model"])[0]), lw=0.8)
     points: dict[tuple[int, float], list[str]] = {}  # models at one point share a label
     for row in rows:
-        points.setdefault((row["cache_floats"], round(row["mean"], 3)), []).append(_short_label(row))
-    for (x, y), names in points.items():
+        points.setdefault((row["cache_floats"], round(row["mean"], 3)), []).append(_short_label(row, names))
+    for (x, y), labels in points.items():
         # of two labels at one memory within 0.1 in accuracy, the lower goes below its marker
         close = [other for (ox, other) in points if ox == x and other != y and abs(other - y) < 0.1]
-        below = any(other > y for other in close)
         left = dodge[x, y] < 1  # moved left of its memory: labelled on its left, clear of the other
-        ax.annotate(" and ".join(names), (x * dodge[x, y], y), xytext=(-5 if left else 5, -9 if below else 3),
+        below = left or any(other > y for other in close)
+        ax.annotate(" and ".join(labels), (x * dodge[x, y], y), xytext=(-5 if left else 5, -9 if below else 3),
                     textcoords="offset points", fontsize=7, color="#333333", ha="right" if left else "left")
     memory = sorted({row["cache_floats"] for row in rows})
     chance = 1 / config["base"]["num_values"]
