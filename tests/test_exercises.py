@@ -144,6 +144,13 @@ def test_quiz_html_is_self_contained_and_marks_one_answer():
         Quiz("?", ("a", "b"), 2, ("x", "y"))
 
 
+def test_quiz_plain_text_lists_the_options_without_the_answer_or_its_explanations():
+    quiz = Quiz("Which is even?", ("three", "four", "five"), 1, ("odd", "the one", "odd too"))
+    text = repr(quiz)
+    assert text.splitlines()[:4] == ["Which is even?", "  0. three", "  1. four", "  2. five"]
+    assert "answer" not in text and "the one" not in text and "odd" not in text
+
+
 @pytest.mark.parametrize("n,d", [(9, 3), (5, 7), (31, 3), (1, 4), (64, 4)])
 def test_rank_bound_is_the_rank_random_taylor_features_reach(n, d):
     # the derivation's bound is attained: generic inputs give rank exactly min(N, m)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 _ids = itertools.count()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Quiz:
     """One question, its options, the index of the right one, and why each option is (not) it."""
 
@@ -32,6 +32,12 @@ class Quiz:
 
     def is_correct(self, choice: int) -> bool:
         return choice == self.answer
+
+    def __repr__(self) -> str:
+        # the plain-text form is what a console or a text export shows: it must not give the
+        # answer away, so it lists the options and says how to check one
+        options = "\n".join(f"  {i}. {option}" for i, option in enumerate(self.options))
+        return f"{self.question}\n{options}\n(check a choice i with .is_correct(i))"
 
     def _repr_html_(self) -> str:
         uid = f"lattn-quiz-{next(_ids)}"
