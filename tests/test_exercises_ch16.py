@@ -10,7 +10,7 @@ import pytest
 from lattn_edu.exercises import CATALOG, ExerciseFailed, ch16
 from lattn_edu.recall import window_reach
 
-IDS = ("ch16.window_reach", "ch16.numbers_kept", "ch16.bits_per_character")
+IDS = ("ch16.window_reach", "ch16.numbers_kept", "ch16.bits_per_character", "ch16.luck_chance")
 
 
 def check(exercise_id, answer):
@@ -19,7 +19,7 @@ def check(exercise_id, answer):
 
 def test_chapter_16_has_its_exercises():
     assert set(IDS) == {i for i in CATALOG if i.startswith("ch16.")}
-    assert all(CATALOG[i].kind == "code" for i in IDS)
+    assert [CATALOG[i].kind for i in IDS] == ["code", "code", "code", "value"]
 
 
 @pytest.mark.parametrize("exercise_id", IDS)
@@ -99,3 +99,26 @@ def test_a_uniform_guess_among_72_characters_costs_log2_72_bits():
 def test_bits_per_character_slips_are_rejected(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
         check("ch16.bits_per_character", wrong)
+
+
+# --- ch16.luck_chance
+
+def test_luck_chances_are_the_formula_s_counted_over_every_outcome():
+    # S stacks on n seeds: S · (1/S)^n; the chapter's 3 stacks on 3 seeds is 1 in 9
+    assert ch16.chance_one_stack_first_on_every_seed(3, 3) == pytest.approx(1 / 9)
+    assert ch16.chance_one_stack_first_on_every_seed(2, 3) == pytest.approx(2 / 2**3)
+    for stacks, seeds in ((4, 3), (3, 5), (5, 2)):
+        assert ch16.chance_one_stack_first_on_every_seed(stacks, seeds) == pytest.approx(
+            stacks * (1 / stacks) ** seeds)
+    assert list(ch16.LUCK_CHANCES) == pytest.approx([1 / 16, 1 / 81])
+
+
+@pytest.mark.parametrize("wrong", [
+    [1 / 4**3, 1 / 3**5],  # a given stack, not any of them
+    [1 / 2**3, 1 / 2**5],  # a sweep's chance, not a first place
+    [3 * (1 / 3) ** 4, 5 * (1 / 5) ** 3],  # stacks and seeds swapped
+    [1 / 9, 1 / 9],  # the chapter's case copied
+], ids=["a given stack", "sweep", "swapped", "chapter's case"])
+def test_luck_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch16.luck_chance", wrong)

@@ -304,7 +304,7 @@ def test_chosen_losses_can_draw_the_learning_rate_schedule_under_each_panel():
     plt.close(fig)
 
 
-def test_plateau_steps_marks_where_the_run_left_the_plateau_and_fell_below_half():
+def test_plateau_steps_marks_the_start_of_the_fall_and_the_fall_below_half():
     import matplotlib.pyplot as plt
 
     record = {"config": {"base": {"num_values": 49}, "curve_every": 5}}
@@ -318,7 +318,7 @@ def test_plateau_steps_marks_where_the_run_left_the_plateau_and_fell_below_half(
     assert marked == [(15, guess - 0.3), (25, guess / 2 - 0.1)]
     assert recall.plateau_start(run, record) == 15 and recall.plateau_exit(run, record) == 25
     names = " ".join(text.get_text() for text in ax.texts)
-    assert "left the plateau\n(step 15)" in names and "half-loss step\n(step 25)" in names
+    assert "start of the fall\n(step 15)" in names and "half-loss step\n(step 25)" in names
     levels = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_color() == "gray")
     assert levels == pytest.approx([guess / 2, guess - 0.1, guess])
     plt.close(fig)

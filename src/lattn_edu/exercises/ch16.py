@@ -1,7 +1,7 @@
 """Exercises for chapter 16 (recall and real text): the share of recall queries one sliding
-window can reach, the numbers a recall stack keeps after n tokens, and the language-model lab's
-bits per character from its losses in nats (the measured decode crossing is chapter 15's,
-``ch15.decode_crossing``).
+window can reach, the numbers a recall stack keeps after n tokens, the language-model lab's
+bits per character from its losses in nats, and the chance that luck alone puts one stack
+first on every seed (the measured decode crossing is chapter 15's, ``ch15.decode_crossing``).
 
 What each checker compares with (the package's own code, never the solutions):
 
@@ -10,10 +10,13 @@ What each checker compares with (the package's own code, never the solutions):
   built with the layers named (its mixers' own counts); exact.
 - ``ch16.bits_per_character``: :func:`lattn_edu.lm.probes.bits` of the mean of the losses,
   as the lab computes it; rtol 1e-9.
+- ``ch16.luck_chance``: the expected two numbers, each counted over every equally likely
+  outcome (one winner per seed) rather than from the formula; rtol 1e-6.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -22,7 +25,7 @@ from ..lm.probes import bits
 from ..recall.config import RecallConfig
 from ..recall.model import RecallModel
 from ..recall.task import window_reach
-from .base import Exercise, check_function
+from .base import Exercise, check_function, value_exercise
 
 # --- ch16.window_reach
 
@@ -133,6 +136,22 @@ def _check_bits_per_character(answer):
     check_function(answer, package_bits_per_character, _bits_cases(), rtol=1e-9)
 
 
+# --- ch16.luck_chance
+
+
+def chance_one_stack_first_on_every_seed(stacks, seeds):
+    """If every stack is equally likely to come first on a seed, independently over seeds, the
+    chance that one stack (any of them) comes first on every seed: counted over all
+    stacks**seeds equally likely ways the winners can fall, not from the formula."""
+    outcomes = list(itertools.product(range(stacks), repeat=seeds))  # the winner on each seed
+    return sum(len(set(winners)) == 1 for winners in outcomes) / len(outcomes)
+
+
+# four stacks on three seeds, then three stacks on five seeds
+LUCK_CASES = ((4, 3), (3, 5))
+LUCK_CHANCES = np.array([chance_one_stack_first_on_every_seed(*case) for case in LUCK_CASES])
+
+
 EXERCISES = [
     Exercise("ch16.window_reach", "The share of recall queries one sliding window reaches",
              "code", solution_window_reach, _check_window_reach),
@@ -140,4 +159,6 @@ EXERCISES = [
              "code", solution_numbers_kept, _check_numbers_kept),
     Exercise("ch16.bits_per_character", "The language-model lab's bits per character",
              "code", solution_bits_per_character, _check_bits_per_character),
+    value_exercise("ch16.luck_chance", "The chance that luck alone puts one stack first on every seed",
+                   LUCK_CHANCES, rtol=1e-6),
 ]

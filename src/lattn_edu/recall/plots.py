@@ -144,8 +144,8 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
 
 def plot_plateau_steps(record: dict[str, Any], run: dict[str, Any], margin: float = 0.1,
                        names: dict[str, str] | None = None) -> Any:
-    """One run's training loss against step, its two plateau steps marked and named: where it
-    left the plateau (:func:`.study.plateau_start`, the first curve point ``margin`` nats below
+    """One run's training loss against step, its two plateau steps marked and named: the start
+    of its fall (:func:`.study.plateau_start`, the first curve point ``margin`` nats below
     the guessing loss) and its half-loss step, where it fell below half the guessing loss
     (:func:`.study.plateau_exit`). The guessing loss, the margin below it and half of it are
     drawn in grey; a step the run never reached is not marked. ``names`` maps record keys to the
@@ -165,7 +165,7 @@ def plot_plateau_steps(record: dict[str, Any], run: dict[str, Any], margin: floa
         ax.axhline(level, color="gray", lw=0.8, ls=style)
         ax.annotate(text, (1, level), xytext=(-2, 2 if style == "--" else -9), textcoords="offset points",
                     xycoords=("axes fraction", "data"), fontsize=7, color="#444444", ha="right")
-    marks = ((plateau_start(run, record, margin), "left the plateau", (-10, -34)),
+    marks = ((plateau_start(run, record, margin), "start of the fall", (-10, -34)),
              (plateau_exit(run, record), "half-loss step", (-10, -30)))
     for step, text, offset in marks:
         if step is None:
