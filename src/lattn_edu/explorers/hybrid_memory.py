@@ -94,7 +94,7 @@ def summary(result: dict[str, Any]) -> tuple[str, str, str]:
               f"(full attention: KV cache {readable(result['full_kv'], 'B')})")
     work = (f"decode {readable(result['flops'], 'FLOP')} per token (full attention "
             f"{readable(result['full_flops'], 'FLOP')}); cheaper than full attention from N ≈ "
-            f"{result['break_even']:,.0f} (by bytes moved: {result['break_even_bytes']:,.0f})")
+            f"{result['break_even']:,.0f} in work (in traffic, bytes moved: {result['break_even_bytes']:,.0f})")
     return setting, memory, work
 
 
