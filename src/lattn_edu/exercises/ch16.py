@@ -112,8 +112,8 @@ def solution_bits_per_character(losses):
     """The lab's validation bits per character: a float.
 
     losses[b, t] is the loss −ln p, in nats, of the character at position
-    t of window b. Every character weighs the same: take the mean over all
-    windows and positions, then turn nats into bits (divide by ln 2).
+    t of context b. Every character weighs the same: take the mean over all
+    contexts and positions, then turn nats into bits (divide by ln 2).
     """
     return float(np.mean(losses)) / math.log(2)
 
