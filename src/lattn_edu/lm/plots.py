@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..recall.plots import STYLES
+from ..recall.plots import STYLES, display_name
 from ..style import PALETTE
 from .lab import summarise
 
@@ -42,9 +42,8 @@ def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]],
     colour, line, marker = LAB_STYLES.get(model, LM_STYLES[model])
     for curve in curves:
         ax.plot(x, curve, ls=line, color=colour, lw=0.6, alpha=0.5)
-    name = (names or {}).get(model, model)
     ax.plot(x, np.mean(curves, axis=0), ls=line, color=colour, lw=2, marker=marker, markersize=5,
-            label=f"{name} ({len(curves)})")
+            label=f"{display_name(model, names)} ({len(curves)})")
 
 
 def plot_validation(record: dict[str, Any], first_step: int = 100,

@@ -123,13 +123,13 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
             runs = [r for r in record["runs"] if r["model"] == model and r.get("window") == window]
             if not runs:
                 raise ValueError(f"the record has no run of {model!r} with window {window!r}")
-            colour, line, marker = style_of(model)
-            colour = (colours or {}).get(model, colour)
+            _, line, marker = style_of(model)
+            colour = _colour(model, colours)
             if window is not None:
                 line = WINDOW_LINES[windows.index(window)]
             for i, run in enumerate(sorted(runs, key=lambda r: r["seed"])):
                 steps = every * (np.arange(len(run["loss_curve"])) + 1)
-                label = (_name(model, names) + (f" (W = {window})" if window else "")) if i == 0 else None
+                label = (display_name(model, names) + (f" (W = {window})" if window else "")) if i == 0 else None
                 ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1, label=label, marker=marker,
                         markersize=4, markevery=(i, 4))  # seeds' markers a point apart
         for level, name in ((guess, "guessing loss"), (guess / 2, "half of it")):
@@ -157,7 +157,7 @@ def plot_plateau_steps(record: dict[str, Any], run: dict[str, Any], margin: floa
     colour, line, _ = style_of(run["model"])
     steps = every * (np.arange(len(run["loss_curve"])) + 1)
     fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
-    name = _name(run["model"], names) + (f" (W = {run['window']})" if run.get("window") else "")
+    name = display_name(run["model"], names) + (f" (W = {run['window']})" if run.get("window") else "")
     ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1.2, label=f"{name}, seed {run['seed']}")
     levels = ((guess, "guessing loss", "--"), (guess - margin, f"{margin:g} nats below it", ":"),
               (guess / 2, "half the guessing loss", "--"))
@@ -250,14 +250,19 @@ def style_of(model: str) -> tuple[str, str, str]:
     return colour, (0, (5, 1.5, 1, 1.5, 1, 1.5)), "D"  # dash-dot-dot
 
 
-def _name(model: str, names: dict[str, str] | None) -> str:
+def display_name(model: str, names: dict[str, str] | None) -> str:
     """The name ``names`` gives a record key, or the key itself."""
     return (names or {}).get(model, model)
 
 
+def _colour(model: str, colours: dict[str, str] | None) -> str:
+    """The colour ``colours`` gives a record key, or :func:`style_of`'s."""
+    return (colours or {}).get(model, style_of(model)[0])
+
+
 def _short_label(row: dict[str, Any], names: dict[str, str] | None = None) -> str:
     """A marker's label in :func:`plot_memory_recall`: the model's name, or W = its window."""
-    return f"W = {row['window']}" if "window" in row else _name(row["model"], names)
+    return f"W = {row['window']}" if "window" in row else display_name(row["model"], names)
 
 
 def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = None,
@@ -283,9 +288,9 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
         for k, mean in enumerate(means):
             dodge[x, mean] = 1.1 ** (k - (len(means) - 1) / 2) if len(means) > 1 else 1.0
     for row in rows:
-        colour, _, marker = style_of(row["model"])
-        colour = (colours or {}).get(row["model"], colour)
-        label = _name(row["model"], names) + (f" (W = {row['window']})" if "window" in row else "")
+        _, _, marker = style_of(row["model"])
+        colour = _colour(row["model"], colours)
+        label = display_name(row["model"], names) + (f" (W = {row['window']})" if "window" in row else "")
         x = row["cache_floats"] * dodge[row["cache_floats"], round(row["mean"], 3)]
         ax.errorbar([x], [row["mean"]], yerr=[[row["mean"] - row["min"]],
                                                                 [row["max"] - row["mean"]]],
@@ -294,7 +299,7 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
     if windows:
         ax.plot([r["cache_floats"] * dodge[r["cache_floats"], round(r["mean"], 3)] for r in windows],
                 [r["mean"] for r in windows], "--",
-                color=(colours or {}).get(windows[0]["model"], style_of(windows[0]["model"])[0]), lw=0.8)
+                color=_colour(windows[0]["model"], colours), lw=0.8)
     points: dict[tuple[int, float], list[str]] = {}  # models at one point share a label
     for row in rows:
         points.setdefault((row["cache_floats"], round(row["mean"], 3)), []).append(_short_label(row, names))
