@@ -113,19 +113,19 @@ def _vector_decay_weights(q_c, k_c, cumulative, span, weights, q_scaled, k_scale
 
 
 @njit(cache=True, fastmath=_FAST)
-def _one_piece_products(q_c, k_c, cumulative, span, scale, columns, inverse, weights, q_scaled, k_scaled,
+def _one_piece_products(q_c, k_c, cumulative, span, boost, columns, inverse, weights, q_scaled, k_scaled,
                         q_decayed, k_state, fast_exp, blas):
     """For a chunk that is one piece (B_0 − B_last <= span in every channel, so every factor
     below lies in [exp(−span), 1]): its weights, as :func:`_vector_decay_weights` makes them
-    but times ``scale``, and the operands of its products with the state, from one pass with
+    but times the attention scale, and the operands of its products with the state, from one pass with
     two exps per entry:
 
         q_scaled = Q ⊙ exp(B − B_last − span),  k_scaled = K ⊙ exp(B_last − B)   the weights
         q_decayed = q_scaled ⊙ columns,           k_state = k_scaled ⊙ inverse     for the state
 
-    (weights = scale · exp(span) · q_scaled k_scaledᵀ on and below the diagonal).
+    (weights = boost · q_scaled k_scaledᵀ on and below the diagonal, boost = scale · exp(span)).
 
-    ``columns`` [d_k] is scale · exp(B_last + span) · the state's frame before the chunk, which
+    ``columns`` [d_k] is boost · exp(B_last) · the state's frame before the chunk, which
     turns q_scaled into scale · Q ⊙ exp(B) ⊙ frame (each factor exp(B_last) · exp(span) is 0 where
     B_last < −104 in float32, and the decayed queries are then below 1e-36 of the queries);
     ``inverse`` [d_k] is 1 / the frame after it (see :mod:`.numba_gated`)."""
@@ -138,7 +138,6 @@ def _one_piece_products(q_c, k_c, cumulative, span, scale, columns, inverse, wei
             q_scaled[i, r], k_scaled[i, r] = q_piece, k_piece
             q_decayed[i, r], k_state[i, r] = q_piece * columns[r], k_piece * inverse[r]
     _gemm(q_scaled[:c], k_scaled[:c], weights, False, True, 0, blas)  # [c, c]
-    boost = scale * np.exp(span)
     for i in range(c):
         for j in range(i + 1):
             weights[i, j] *= boost

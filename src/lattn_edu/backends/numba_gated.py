@@ -196,7 +196,7 @@ def _chunkwise_kernel(q, k, v, g, kind, scale, chunk_size, span, fast_exp, featu
                 boost = scale * np.exp(span)
                 for r in range(d_k):
                     columns[r] = boost * _exp_value(cumulative[c - 1, r], fast_exp) * old_frame[r]
-                _one_piece_products(q_c, k_c, cumulative[:c], span, scale, columns, inverse, weights, q_scaled,
+                _one_piece_products(q_c, k_c, cumulative[:c], span, boost, columns, inverse, weights, q_scaled,
                                     k_scaled, q_decayed, k_state, fast_exp, blas)
             elif kind == 2:  # pieces: the weights, then the operands with the state in passes of their own
                 _vector_decay_weights(q_c, k_c, cumulative[:c], span, weights, q_scaled, k_scaled, piece_scratch,
