@@ -55,6 +55,16 @@ def test_mla_caches_its_latent_once_and_every_head_reads_it():
     assert decode_macs(stack, 63) == 3 * 4 * 63 * (13 + 10)
 
 
+def test_mla_absorbed_up_projections_cost_every_head_both_widths_times_the_rank():
+    layer = SoftmaxLayer.mla(query_heads=4, rank=10, rope_dim=3, head_widths=(7, 5))
+    # by hand: each of 4 heads maps q through W_k^T [7, 10] and its read-out through W_v [5, 10]
+    assert layer.absorbed_macs() == 4 * 7 * 10 + 4 * 5 * 10
+    kimi = hybrid.preset("Kimi Linear 48B-A3B").softmax
+    assert kimi.absorbed_macs() == 32 * (128 + 128) * 512
+    with pytest.raises(ValueError, match="head_widths"):
+        SoftmaxLayer.mla(query_heads=4, rank=10, rope_dim=3).absorbed_macs()
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_full_attention_grows_linearly_and_a_recurrent_stack_stays_flat(dtype):
     full = full_attention(SMALL)
@@ -180,6 +190,8 @@ def test_the_table_at_128k():
     (lambda: SoftmaxLayer.gqa(6, 3, 5, window=0), ValueError, "window"),
     (lambda: SoftmaxLayer.gqa(6, 3, 5, window=4.5), TypeError, "window"),
     (lambda: SoftmaxLayer.mla(4, 10, -1), ValueError, "rope_dim"),
+    (lambda: SoftmaxLayer.mla(4, 10, 3, head_widths=(7,)), TypeError, "head_widths"),
+    (lambda: SoftmaxLayer.mla(4, 10, 3, head_widths=(7, 0)), ValueError, "head_widths"),
     (lambda: RecurrentLayer(3, 5, 7, rule="hebbian"), ValueError, "rule must be one of"),
     (lambda: RecurrentLayer(3, 5, 7, conv_channels=8), ValueError, "conv_channels and conv_kernel"),
     (lambda: RecurrentLayer(True, 5, 7), TypeError, "heads"),

@@ -89,6 +89,10 @@ class SoftmaxLayer:
         Numbers one token adds to this layer's cache (all heads).
     window : int or None
         Sliding window W: the cache holds the last W tokens; None keeps them all.
+    head_widths : tuple of two ints or None
+        MLA only: one head's key width without the RoPE slice and its value width
+        (qk_nope_head_dim, v_head_dim), the rows of the up-projections W_k and W_v that
+        absorption folds into the query and the output; None where not given.
     """
 
     query_heads: int
@@ -96,11 +100,18 @@ class SoftmaxLayer:
     value_dim: int
     cache_width: int
     window: int | None = None
+    head_widths: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         for name in ("query_heads", "key_dim", "value_dim", "cache_width"):
             check_positive_int(getattr(self, name), name)
         _check_window(self.window)
+        if self.head_widths is not None:
+            if not isinstance(self.head_widths, tuple) or len(self.head_widths) != 2:
+                raise TypeError(f"head_widths must be a pair (key width, value width) or None; "
+                                f"got {self.head_widths!r}")
+            for width in self.head_widths:
+                check_positive_int(width, "head_widths")
 
     @classmethod
     def gqa(cls, query_heads: int, kv_heads: int, head_dim: int, value_dim: int | None = None,
@@ -119,17 +130,28 @@ class SoftmaxLayer:
         return cls(query_heads, head_dim, value_dim, kv_heads * per_head, window)
 
     @classmethod
-    def mla(cls, query_heads: int, rank: int, rope_dim: int, window: int | None = None) -> SoftmaxLayer:
+    def mla(cls, query_heads: int, rank: int, rope_dim: int, window: int | None = None,
+            head_widths: tuple[int, int] | None = None) -> SoftmaxLayer:
         """Multi-head latent attention (DeepSeek-V2): one latent c [rank] (kv_lora_rank) and one
         RoPE key [rope_dim] (qk_rope_head_dim) cached per token for all heads. With the
-        up-projections absorbed, each query head scores against [c, k_rope] and reads c."""
+        up-projections absorbed, each query head scores against [c, k_rope] and reads c.
+        ``head_widths`` = (qk_nope_head_dim, v_head_dim) sizes those up-projections."""
         rank, rope_dim = check_positive_int(rank, "rank"), _check_count(rope_dim, "rope_dim")
         return cls(check_positive_int(query_heads, "query_heads"), rank + rope_dim, rank, rank + rope_dim,
-                   window)
+                   window, head_widths)
 
     def cached_tokens(self, n: int) -> int:
         """Tokens in the cache at context n: n, or the window W once n passes it."""
         return n if self.window is None else min(n, self.window)
+
+    def absorbed_macs(self) -> int:
+        """MLA: multiply–adds per decoded token that the absorbed up-projections cost, whatever
+        the context: each head maps its query through W_kᵀ [key width, rank] and its read-out
+        through W_v [value width, rank], query_heads · (key width + value width) · rank."""
+        if self.head_widths is None:
+            raise ValueError("absorbed_macs needs an MLA layer built with head_widths="
+                             "(qk_nope_head_dim, v_head_dim); this layer has head_widths=None")
+        return self.query_heads * sum(self.head_widths) * self.value_dim
 
     def read_per_token(self) -> int:
         """Multiply–adds one decode step spends on each cached token: every query head reads
@@ -397,8 +419,9 @@ def kimi_linear_48b_a3b() -> LayerStack:
         num_layers=27,  # num_hidden_layers
         # linear_attn_config.full_attn_layers: 4, 8, 12, 16, 20, 24, 27 (1-based)
         softmax_layers=(3, 7, 11, 15, 19, 23, 26),
-        softmax=SoftmaxLayer.mla(query_heads=32, rank=512, rope_dim=64),  # num_attention_heads,
-        # kv_lora_rank, qk_rope_head_dim
+        softmax=SoftmaxLayer.mla(query_heads=32, rank=512, rope_dim=64,  # num_attention_heads,
+                                 # kv_lora_rank, qk_rope_head_dim
+                                 head_widths=(128, 128)),  # qk_nope_head_dim, v_head_dim
         recurrent=RecurrentLayer(
             heads=32, key_dim=128, value_dim=128,  # linear_attn_config.num_heads, head_dim
             rule="delta",  # KDA: the delta rule with a decay per key channel
