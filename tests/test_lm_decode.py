@@ -80,6 +80,23 @@ def test_the_decode_plot_highlights_three_models_and_marks_the_crossing():
         plots.plot_decode(record, highlight=("softmax", "linear", "kda", "mamba2"))
 
 
+def test_the_decode_plot_can_draw_the_other_models_as_one_min_max_band():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from lattn_edu.lm import plots
+
+    record = records.load_record("lm_decode.json")
+    fig = plots.plot_decode(record, crossing=1182.0, band=True)
+    ax = fig.axes[0]
+    assert len(ax.containers) == len(plots.DECODE_HIGHLIGHT)  # only the three as lines
+    (band,) = [c for c in ax.collections if c.get_label().startswith("the other models")]
+    others = [r for r in record["rows"] if r["model"] not in plots.DECODE_HIGHLIGHT]
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert min(r["median_ms"] for r in others) == pytest.approx(ys.min())
+    assert max(r["median_ms"] for r in others) == pytest.approx(ys.max())
+    matplotlib.pyplot.close(fig)
+
+
 def test_the_lab_figures_give_every_model_its_own_colour_and_its_mapped_name():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")

@@ -97,7 +97,8 @@ MS_TICKS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 2
 
 
 def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECODE_HIGHLIGHT,
-                crossing: float | None = None, crossing_label: str = "softmax crosses Gated DeltaNet") -> Any:
+                crossing: float | None = None, crossing_label: str = "softmax crosses Gated DeltaNet",
+                band: bool = False, band_label: str = "the other models (min–max of medians)") -> Any:
     """Decode time per token against the context (benchmarks/lm_decode.py's record, log-log):
     the median of each model, with its 95th percentile as the bar's top.
 
@@ -107,7 +108,9 @@ def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECO
     (:data:`LM_STYLES`). ``crossing``, a context, adds a dotted vertical line there, labelled
     ``crossing_label`` and the context. The legend (below the axes) names the models as
     :data:`DECODE_NAMES` does; the x ticks are the timed contexts and the y ticks plain
-    milliseconds (0.5, 1, 2, 5, ...).
+    milliseconds (0.5, 1, 2, 5, ...). ``band=True`` (with ``highlight``) draws the other
+    models not as lines but as one grey band from the smallest to the largest of their medians
+    at each context, labelled ``band_label``.
     """
     import matplotlib.pyplot as plt
 
@@ -118,6 +121,15 @@ def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECO
 
     fig, ax = plt.subplots(figsize=(7.2, 4.8), layout="constrained")
     models = dict.fromkeys(row["model"] for row in record["rows"])
+    if band and highlight is not None:  # the others as one min–max band of their medians
+        others = [m for m in models if m not in colours]
+        if others:
+            at = sorted({r["context"] for r in record["rows"] if r["model"] in others})
+            spans = [[r["median_ms"] for r in record["rows"] if r["model"] in others and r["context"] == n]
+                     for n in at]
+            ax.fill_between(at, [min(v) for v in spans], [max(v) for v in spans], color=MUTED, alpha=0.35,
+                            lw=0, zorder=1, label=band_label)
+        models = {m: None for m in models if m in colours}
     for model in models:  # the record's order (softmax first), highlighted ones on top
         rows = sorted((r for r in record["rows"] if r["model"] == model), key=lambda r: r["context"])
         colour, line, marker = LM_STYLES[model]
