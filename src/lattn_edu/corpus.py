@@ -1,4 +1,4 @@
-"""The real text of chapter 16's character-level language-model lab: eight Shakespeare plays.
+"""The real text of chapter 17's character-level language-model lab: eight Shakespeare plays.
 
 The corpus ships in the package (``lattn_edu/data/shakespeare.txt``, about 1 MB of ASCII), so
 the lab runs where nothing can be downloaded; ``shakespeare.json`` beside it records where

@@ -1,15 +1,13 @@
-"""Exercises for chapter 16 (recall and real text): the share of recall queries one sliding
-window can reach, the numbers a recall stack keeps after n tokens, the language-model lab's
-bits per character from its losses in nats, and the chance that luck alone puts one stack
-first on every seed (the measured decode crossing is chapter 15's, ``ch15.decode_crossing``).
+"""Exercises for chapter 16 (how much softmax recall needs): the share of recall queries one
+sliding window can reach, the numbers a recall stack keeps after n tokens, and the chance that
+luck alone puts one stack first on every seed (the measured decode crossing is chapter 15's,
+``ch15.decode_crossing``; the language-model lab's exercises are chapter 17's).
 
 What each checker compares with (the package's own code, never the solutions):
 
 - ``ch16.window_reach``: :func:`lattn_edu.recall.window_reach`; rtol 1e-12.
 - ``ch16.numbers_kept``: ``cache_floats(n)`` of a :class:`lattn_edu.recall.model.RecallModel`
   built with the layers named (its mixers' own counts); exact.
-- ``ch16.bits_per_character``: :func:`lattn_edu.lm.probes.bits` of the mean of the losses,
-  as the lab computes it; rtol 1e-9.
 - ``ch16.luck_chance``: the expected two numbers, each counted over every equally likely
   outcome (one winner per seed) rather than from the formula; rtol 1e-6.
 """
@@ -17,11 +15,10 @@ What each checker compares with (the package's own code, never the solutions):
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 
-from ..lm.probes import bits
+from ..log_linear import levels_needed
 from ..recall.config import RecallConfig
 from ..recall.model import RecallModel
 from ..recall.task import window_reach
@@ -64,24 +61,26 @@ def solution_numbers_kept(layers, d_model, num_heads, window, n):
 
     Each head has width d_h = d_model / num_heads. Softmax caches a key
     and a value per token and head; a window only the last min(n, W);
-    Gated DeltaNet and Mamba-2 keep one d_h × d_h state per head.
+    Gated DeltaNet and Mamba-2 keep one d_h × d_h state per head; log-linear
+    attention one per level, levels_needed(n) of them.
     """
     d_h = d_model // num_heads
     kept = {"softmax": n * num_heads * 2 * d_h,
             "sliding_window": min(n, window) * num_heads * 2 * d_h,
             "gated_deltanet": num_heads * d_h * d_h,
-            "mamba2": num_heads * d_h * d_h}
+            "mamba2": num_heads * d_h * d_h,
+            "log_linear": levels_needed(n) * num_heads * d_h * d_h}
     return sum(kept[layer] for layer in layers)
 
 
-NUMBERS_KEPT_KINDS = ("softmax", "sliding_window", "gated_deltanet", "mamba2")
+NUMBERS_KEPT_KINDS = ("softmax", "sliding_window", "gated_deltanet", "mamba2", "log_linear")
 
 
 def _kept_cases():
     """The study's stacks at its width after 96 tokens, then odd widths, windows and lengths."""
     four = [("gated_deltanet",) * 4, ("gated_deltanet",) * 3 + ("softmax",),
             ("gated_deltanet", "softmax") * 2, ("softmax",) * 4, ("sliding_window",) * 4,
-            ("mamba2",) * 4]
+            ("mamba2",) * 4, ("log_linear",) * 4]
     cases = [{"layers": layers, "d_model": 64, "num_heads": 4, "window": 32, "n": 96}
              for layers in four]
     cases += [{"layers": ("sliding_window", "gated_deltanet", "softmax"), "d_model": 45,
@@ -90,7 +89,11 @@ def _kept_cases():
                "num_heads": 5, "window": 13, "n": 101},
               {"layers": ("softmax",), "d_model": 21, "num_heads": 7, "window": 3, "n": 1},
               {"layers": ("gated_deltanet", "sliding_window") * 3, "d_model": 18,
-               "num_heads": 2, "window": 200, "n": 199}]
+               "num_heads": 2, "window": 200, "n": 199},
+              {"layers": ("log_linear", "softmax", "mamba2"), "d_model": 21, "num_heads": 3,
+               "window": 9, "n": 1},
+              {"layers": ("log_linear", "sliding_window"), "d_model": 35, "num_heads": 5,
+               "window": 13, "n": 129}]
     return cases
 
 
@@ -103,37 +106,6 @@ def package_numbers_kept(layers, d_model, num_heads, window, n):
 
 def _check_numbers_kept(answer):
     check_function(answer, package_numbers_kept, _kept_cases(), rtol=0.0)
-
-
-# --- ch16.bits_per_character
-
-
-def solution_bits_per_character(losses):
-    """The lab's validation bits per character: a float.
-
-    losses[b, t] is the loss −ln p, in nats, of the character at position
-    t of context b. Every character weighs the same: take the mean over all
-    contexts and positions, then turn nats into bits (divide by ln 2).
-    """
-    return float(np.mean(losses)) / math.log(2)
-
-
-def package_bits_per_character(losses):
-    """What the lab records: probes.bits of the mean over every window and position."""
-    return float(bits(np.asarray(losses, dtype=np.float64).mean()))
-
-
-def _bits_cases():
-    """A uniform guess among 72 characters, one character, and uneven random losses."""
-    rng = np.random.default_rng(16)
-    cases = [np.full((4, 8), math.log(72)), np.array([[0.5]]),
-             rng.exponential(1.6, size=(3, 5)), rng.exponential(1.6, size=(128, 256)),
-             rng.exponential(1.6, size=(7, 2))]
-    return [{"losses": losses} for losses in cases]
-
-
-def _check_bits_per_character(answer):
-    check_function(answer, package_bits_per_character, _bits_cases(), rtol=1e-9)
 
 
 # --- ch16.luck_chance
@@ -157,8 +129,6 @@ EXERCISES = [
              "code", solution_window_reach, _check_window_reach),
     Exercise("ch16.numbers_kept", "What a recall stack keeps after n tokens",
              "code", solution_numbers_kept, _check_numbers_kept),
-    Exercise("ch16.bits_per_character", "The language-model lab's bits per character",
-             "code", solution_bits_per_character, _check_bits_per_character),
     value_exercise("ch16.luck_chance", "The chance that luck alone puts one stack first on every seed",
                    LUCK_CHANCES, rtol=1e-6),
 ]

@@ -1,4 +1,4 @@
-"""How much softmax does a language model need? A character-level lab on real text (chapter 16).
+"""How much softmax does a language model need? A character-level lab on real text (chapter 17).
 
 ``lattn-edu lm`` trains small character-level language models on the packaged Shakespeare
 (:mod:`lattn_edu.corpus`), all with the same architecture, data, steps, batch and learning-rate

@@ -1,4 +1,4 @@
-"""The language-model lab's plan, its runs, its record and its summary (chapter 16).
+"""The language-model lab's plan, its runs, its record and its summary (chapter 17).
 
 A lab is every (seed, model, learning rate) of a :class:`LabConfig`. Each run trains one
 :class:`.model.LanguageModel` on windows of the packaged Shakespeare (:mod:`lattn_edu.corpus`),

@@ -1,4 +1,4 @@
-"""The plots of a language-model lab record (chapter 16): validation bits against steps, the
+"""The plots of a language-model lab record (chapter 17): validation bits against steps, the
 loss by position in the context, and (from benchmarks/lm_decode.py's record, chapter 15's
 clock) decode time.
 

@@ -1,12 +1,15 @@
 """What the language-model lab measures on held-out text: bits per character, by position and
-on an in-context copy (chapter 16).
+on an in-context copy (chapter 17).
 
 - :func:`validation_windows`: fixed windows spread evenly over the validation text, the same
   for every run;
 - :func:`position_losses`: the loss at every position of every window, from which come the
   validation bits per character (their mean) and the loss by position in the context;
 - :func:`copy_probe`: windows of real text with a random string written into them twice, far
-  apart; a model that can look back that far predicts the second copy from the first.
+  apart; a model that can look back that far predicts the second copy from the first;
+- :func:`stretch_gain` and :func:`window_margin`: from the loss by position, how much better a
+  model predicts the late stretch of its context than the early one, and by how much that gain
+  exceeds the window model's (the control for what the text alone does).
 
 Bits are nats / ln 2: a model that guesses uniformly among V characters scores log₂ V.
 """
@@ -51,6 +54,28 @@ def position_losses(model: nn.Module, tokens: np.ndarray, targets: np.ndarray,
 def bits(nats: float | np.ndarray) -> float | np.ndarray:
     """Nats to bits: / ln 2."""
     return nats / math.log(2)
+
+
+# blocks of 16 positions in a 256-character context: the early stretch is positions 64–127,
+# the late stretch 192–255 (the lab's position_bits has one number per block)
+EARLY_STRETCH = slice(4, 8)
+LATE_STRETCH = slice(12, 16)
+
+
+def stretch_gain(position_bits: np.ndarray, early: slice = EARLY_STRETCH,
+                 late: slice = LATE_STRETCH) -> float:
+    """Mean bits over the ``early`` blocks minus mean bits over the ``late`` ones, for one run's
+    loss by position ``position_bits`` [blocks]: positive when the model predicts the late
+    characters, which have more past, better."""
+    position_bits = np.asarray(position_bits, dtype=np.float64)
+    return float(position_bits[early].mean() - position_bits[late].mean())
+
+
+def window_margin(position_bits: np.ndarray, window_bits: np.ndarray, early: slice = EARLY_STRETCH,
+                  late: slice = LATE_STRETCH) -> float:
+    """A model's gain (:func:`stretch_gain`) minus the window model's on the same seed: the
+    part of its gain the text alone does not explain, as far as the window model controls it."""
+    return stretch_gain(position_bits, early, late) - stretch_gain(window_bits, early, late)
 
 
 def copy_probe(ids: np.ndarray, vocab: int, context: int, length: int, count: int,

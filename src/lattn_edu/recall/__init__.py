@@ -26,7 +26,7 @@ The registry also holds chapter 13's ``deltanet_neg`` (β in (0, 2)) and ``delta
 trains, and chapter 14's test-time learners: ``ttt_linear`` (``la.ttt_linear``, TTT-Linear),
 ``titans_linear`` (``la.titans_linear``, Titans' memory with a linear inner model) and
 ``least_squares`` (``la.least_squares_attention``, MesaNet's exact least-squares read), and
-chapter 16's ``kda`` (Kimi Delta Attention: Gated DeltaNet with one decay per key channel) and
+chapter 17's ``kda`` (Kimi Delta Attention: Gated DeltaNet with one decay per key channel) and
 ``sliding_window`` (softmax over the last W keys), which its language-model lab
 (:mod:`lattn_edu.lm`) trains; the recall sweep leaves them out unless ``--models`` names them
 (:data:`RECALL_MODELS` is its default).
