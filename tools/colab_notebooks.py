@@ -244,7 +244,15 @@ def stale_notebooks(build: Path | None = BUILD) -> dict[Path, str]:
         if not notebook.is_file() or notebook.read_text(encoding="utf-8") != expected:
             stale[notebook] = f"differs from {source.relative_to(ROOT)}" + (
                 " and the labels the build resolved" if build is not None else "")
+    for notebook in orphan_notebooks():
+        stale[notebook] = "no source in book/myst renders to it (a chapter was renamed or removed)"
     return stale
+
+
+def orphan_notebooks() -> list[Path]:
+    """Notebooks in book/colab/ that no source renders to any more."""
+    rendered = {colab_path(source) for source in sources()}
+    return sorted(p for p in COLAB.glob("*.ipynb") if p not in rendered)
 
 
 def hide_solutions(config: dict) -> bool:
@@ -267,6 +275,9 @@ def write_notebooks(build: Path | None) -> None:
             text = render(source, labels, built_glue(build, source), requirement, hide)
         notebook.write_text(text, encoding="utf-8")
         print(f"wrote {notebook.relative_to(ROOT)}")
+    for orphan in orphan_notebooks():
+        orphan.unlink()
+        print(f"removed {orphan.relative_to(ROOT)} (no source renders to it)")
 
 
 def main() -> int:
