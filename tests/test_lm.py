@@ -196,6 +196,19 @@ def test_validation_windows_spread_evenly_from_the_first_token_to_the_last():
     assert np.ptp(np.diff(tokens[:, 0])) <= 3  # equal gaps, up to rounding
 
 
+def test_stretch_gain_and_window_margin_by_hand():
+    from lattn_edu.lm.probes import EARLY_STRETCH, LATE_STRETCH, stretch_gain, window_margin
+
+    line = np.arange(16, dtype=float)[::-1]  # bits fall by 1 per block: 15, 14, ..., 0
+    assert stretch_gain(line) == pytest.approx(8.0)  # blocks 4-7 average 9.5, blocks 12-15 1.5
+    window = np.full(16, 2.5)  # a flat control gains nothing
+    assert window_margin(line, window) == pytest.approx(8.0)
+    assert window_margin(line, line) == 0.0  # the control itself has no margin
+    odd = np.array([3.0, 1.0, 2.0, 5.0, 4.0])
+    assert stretch_gain(odd, slice(0, 2), slice(3, 5)) == pytest.approx(2.0 - 4.5)
+    assert (EARLY_STRETCH, LATE_STRETCH) == (slice(4, 8), slice(12, 16))  # 64-127, 192-255
+
+
 def test_the_copy_probe_scores_exactly_the_repeated_characters():
     ids = 100 + np.arange(10_000)  # text tokens >= 100, the random strings < 50: told apart by value
     tokens, targets, first, second = lm.copy_probe(ids, 50, 40, 6, 4, np.random.default_rng(0))
