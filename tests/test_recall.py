@@ -274,6 +274,21 @@ def test_window_reach_is_the_share_of_queries_whose_value_lies_in_the_window():
             recall.window_reach(3, bad)
 
 
+def test_no_lookup_baselines_match_counting_every_outcome_of_a_small_task():
+    # P = 2 pairs, 3 values: 9 equally likely value pairs, 3 alike (largest count 2), 6 distinct
+    base = recall.no_lookup_baselines(2, 3, draws=60_000, seed=5)
+    assert base["most_frequent_accuracy"] == pytest.approx((3 * 2 + 6 * 1) / 9 / 2, abs=0.01)  # 2/3
+    assert base["frequency_loss"] == pytest.approx(6 / 9 * np.log(2), abs=0.01)  # alike: 0 nats
+    assert base["all_distinct"] == pytest.approx(6 / 9, abs=0.01) and base["three_or_more"] == 0.0
+    # P = 3 pairs, 2 values: 8 outcomes, 2 all alike; none all distinct
+    three = recall.no_lookup_baselines(3, 2, draws=60_000, seed=7)
+    assert three["three_or_more"] == pytest.approx(2 / 8, abs=0.01) and three["all_distinct"] == 0.0
+    assert recall.no_lookup_baselines(2, 3, draws=999, seed=1) == recall.no_lookup_baselines(2, 3, draws=999, seed=1)
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match=f"num_values must be a positive int; got {bad!r}"):
+            recall.no_lookup_baselines(3, bad)
+
+
 def test_the_learning_rate_warms_up_then_follows_the_half_cosine_and_drives_the_optimiser():
     assert recall.learning_rate_factor(0, 800) == pytest.approx(1 / 80)  # warm-up: a tenth
     assert recall.learning_rate_factor(39, 800) == pytest.approx(0.5)

@@ -63,7 +63,7 @@ from .mixers import (MIXERS, MODELS, BasedMixer, ChannelDecay, DeltaNetMixer, El
 from .study import (FULL_STUDY, HYBRID_STUDY, QUICK_STUDY, STUDIES, StudyConfig, guessing_loss, late_drop, planned_runs,
                     plateau_exit, plateau_start, run_study, seed_counts, summarise, sweep_runs)
 from .model import RecallModel
-from .task import make_batch, window_reach
+from .task import make_batch, no_lookup_baselines, window_reach
 from .training import accuracy, learning_rate_factor, sweep, train_one
 
 __all__ = [
@@ -127,4 +127,5 @@ __all__ = [
     "sweep_runs",
     "train_one",
     "window_reach",
+    "no_lookup_baselines",
 ]

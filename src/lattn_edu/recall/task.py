@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 IGNORED = -100  # the target at positions with nothing to answer (cross_entropy's ignore_index)
@@ -50,3 +51,30 @@ def window_reach(num_pairs: int, window: int) -> float:
         raise ValueError(f"window must be a positive int; got {window!r}")
     i, j = torch.meshgrid(torch.arange(num_pairs), torch.arange(num_pairs), indexing="ij")
     return float(((2 * num_pairs + i - (2 * j + 1)) < window).double().mean())
+
+
+def no_lookup_baselines(num_pairs: int, num_values: int, draws: int = 20_000, seed: int = 0) -> dict[str, float]:
+    """What a model scores on the task without looking any key up, by simulation.
+
+    Each sequence's values are drawn uniformly with replacement (as :func:`make_batch` draws
+    them) and every key is asked once, so the answers are the sequence's own values, repeats
+    included. Over ``draws`` seeded sequences:
+
+    - ``most_frequent_accuracy``: answering every query with the sequence's commonest value,
+      E[largest count] / P, the best accuracy without lookup;
+    - ``frequency_loss``: the mean loss −ln p, in nats, of answering with each value's share
+      of the sequence;
+    - ``all_distinct`` and ``three_or_more``: the shares of sequences whose values all differ,
+      and in which some value comes three times or more.
+    """
+    for name, value in (("num_pairs", num_pairs), ("num_values", num_values), ("draws", draws)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int; got {value!r}")
+    drawn = np.random.default_rng(seed).integers(num_values, size=(draws, num_pairs))  # [draws, P]
+    counts = np.array([np.bincount(v, minlength=num_values) for v in drawn])  # [draws, values]
+    largest = counts.max(axis=1)
+    asked = np.take_along_axis(counts, drawn, axis=1)  # each key asked once: its value's count
+    return {"most_frequent_accuracy": float(largest.mean() / num_pairs),
+            "frequency_loss": float(np.mean(-np.log(asked / num_pairs))),
+            "all_distinct": float(np.mean(largest == 1)),
+            "three_or_more": float(np.mean(largest >= 3))}
