@@ -273,7 +273,9 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
     models at the same point share one label), the sliding windows joined by a line from the
     narrowest to the widest. ``names`` maps record keys to the labels' names (a key it lacks is
     shown as is); ``colours`` replaces :func:`style_of`'s colour of the keys it holds. A label
-    whose marker was moved left goes on its left and below it, clear of labels further left."""
+    whose marker was moved left goes on its left and below it, clear of labels further left. A
+    memory within 10% of the next smaller one gets no tick of its own (the two would print over
+    each other); its markers' labels give the number instead."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
@@ -300,17 +302,22 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
         ax.plot([r["cache_floats"] * dodge[r["cache_floats"], round(r["mean"], 3)] for r in windows],
                 [r["mean"] for r in windows], "--",
                 color=_colour(windows[0]["model"], colours), lw=0.8)
+    memory = sorted({row["cache_floats"] for row in rows})
+    # a memory within 10% of the tick before it would print over that tick: its markers' labels
+    # carry the number instead
+    crowded = {m for previous, m in zip(memory, memory[1:]) if m < 1.1 * previous}
     points: dict[tuple[int, float], list[str]] = {}  # models at one point share a label
     for row in rows:
         points.setdefault((row["cache_floats"], round(row["mean"], 3)), []).append(_short_label(row, names))
     for (x, y), labels in points.items():
+        if x in crowded:
+            labels = [" and ".join(labels) + f" ({x:,} numbers)"]
         # of two labels at one memory within 0.1 in accuracy, the lower goes below its marker
         close = [other for (ox, other) in points if ox == x and other != y and abs(other - y) < 0.1]
         left = dodge[x, y] < 1  # moved left of its memory: labelled on its left, clear of the other
         below = left or any(other > y for other in close)
         ax.annotate(" and ".join(labels), (x * dodge[x, y], y), xytext=(-5 if left else 5, -9 if below else 3),
                     textcoords="offset points", fontsize=7, color="#333333", ha="right" if left else "left")
-    memory = sorted({row["cache_floats"] for row in rows})
     chance = 1 / config["base"]["num_values"]
     ax.axhline(chance, color="gray", lw=0.8, ls=":")
     ax.annotate("chance", (0, chance), xytext=(2, -9), textcoords="offset points",
@@ -320,7 +327,8 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
            ylabel="accuracy (bar: seeds' range)",
            title=f"P = {pairs} pairs, {config['base']['num_layers']} layers, "
                  f"{config['base']['steps']:,} steps, {seed_counts(rows)} seeds")
-    ax.set_xticks(memory, [f"{m:,}" for m in memory], rotation=90, fontsize=8)
+    ticks = [m for m in memory if m not in crowded]
+    ax.set_xticks(ticks, [f"{m:,}" for m in ticks], rotation=90, fontsize=8)
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlim(memory[0] / 1.8, memory[-1] * 2)  # room for the labels on either side
     return fig
