@@ -129,7 +129,7 @@ def plot_decode(record: dict[str, Any], highlight: tuple[str, ...] | None = DECO
                      for n in at]
             ax.fill_between(at, [min(v) for v in spans], [max(v) for v in spans], color=MUTED, alpha=0.35,
                             lw=0, zorder=1, label=band_label)
-        models = {m: None for m in models if m in colours}
+        models = dict.fromkeys(m for m in models if m in colours)
     for model in models:  # the record's order (softmax first), highlighted ones on top
         rows = sorted((r for r in record["rows"] if r["model"] == model), key=lambda r: r["context"])
         colour, line, marker = LM_STYLES[model]
