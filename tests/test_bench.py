@@ -317,3 +317,34 @@ def test_plots_of_the_record_name_lines_as_the_chapter_does_with_legends_off_the
                 assert expected <= set(texts)
         finally:
             plt.close(fig)
+
+
+def _sweep_row(family, d, over_best):
+    return {"family": family, "d": d, "over_best": {f"peer c{c}": r for c, r in over_best.items()} | {"ours c32": 1.0}}
+
+
+def test_the_peer_runs_at_its_fastest_chunk_on_average_over_the_swept_lengths(monkeypatch):
+    from lattn_edu.bench import methods
+
+    # 128 is best at two of three lengths but far off at the third: 64 wins on the geometric mean
+    rows = (_sweep_row("linear", 64, {64: 1.05, 128: 1.0, 256: 1.6}),
+            _sweep_row("linear", 64, {64: 1.04, 128: 1.0, 256: 1.7}),
+            _sweep_row("linear", 64, {64: 1.0, 128: 1.5, 256: 2.2}),
+            _sweep_row("linear", 128, {64: 1.3, 128: 1.0, 256: 1.1}),
+            _sweep_row("delta rule", 128, {64: 1.2, 128: 1.2, 256: 1.0}),
+            _sweep_row("delta rule", 128, {64: 1.0, 128: 1.0, 256: 1.44}))
+    monkeypatch.setattr(methods, "_sweep_rows", lambda: rows)
+    assert bench.peer_chunk_size("linear", 64) == 64
+    assert bench.peer_chunk_size("linear", 128) == 128
+    assert bench.peer_chunk_size("delta rule", 128) == 64  # 64 and 128 tie (1.2 each): the shorter
+    assert bench.peer_chunk_size("linear", 32) == bench.PEER_CHUNK  # a width the sweep did not time
+    assert bench.peer_chunk_size("kimi delta attention", 64) == bench.PEER_CHUNK
+
+
+def test_the_shipped_sweep_gives_every_benchmarked_family_and_width_a_swept_chunk():
+    from lattn_edu.bench.gated import VARIANTS
+
+    sweep = records.load_record("chunk_sweep.json")
+    for family in ("linear",) + VARIANTS:
+        for d in (64, 128):
+            assert bench.peer_chunk_size(family, d) in sweep["chunks"]["peer"]

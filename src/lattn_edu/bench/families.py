@@ -19,8 +19,8 @@ import lattn_edu as la
 
 from .gated import GATED
 from .harness import advance, time_once
-from .methods import (EPS, FULL, OUR_CHUNK, PEER_CHUNK, QUICK, Family, Method, Settings, Shape, compiled_peer_note,
-                      make_inputs, reference, timed_methods)
+from .methods import (EPS, FULL, OUR_CHUNK, QUICK, Family, Method, Settings, Shape, compiled_peer_note,
+                      make_inputs, peer_chunk_size, reference, timed_methods)
 from .plots import PLOTS
 from .results import CSV_FIELDS, report
 from .summary import crossovers, decode_summary, per_shape_summary, targets
@@ -108,7 +108,9 @@ LINEAR = Family(
                  "a busy machine slows every method alike:"),
     full=FULL, quick=QUICK, methods=timed_methods, make_inputs=make_inputs, reference=reference,
     shape_rows=linear_rows, decode=linear_decoding, summarise=linear_summary, report=report,
-    notes=lambda backends: {"chunk_size": OUR_CHUNK, "peer_chunk_size": PEER_CHUNK, "eps": EPS, "dtype": "float32",
+    notes=lambda backends: {"chunk_size": OUR_CHUNK,
+                            "peer_chunk_size": {str(d): peer_chunk_size("linear", d) for d in FULL.dims},
+                            "eps": EPS, "dtype": "float32",
                             "feature_map": "elu+1",
                             "flops_per_token": "4*d*d_v (linear); (N+1)*(d+d_v) (causal softmax)",
                             "backends": list(backends), "compiled_peer": compiled_peer_note()},

@@ -40,7 +40,7 @@ import lattn_edu as la
 from .harness import advance
 from .plots import GATED_PLOTS
 from .methods import (BATCH_HEADS, DECODE_SIZES, OUR_CHUNK, PEER_CHUNK, Family, Method, Settings, Shape,
-                      compiled_peer_note)
+                      compiled_peer_note, peer_chunk_size)
 
 DIMS = (64, 128)
 SIZES = (1024, 2048, 4096, 8192, 16384)
@@ -130,7 +130,8 @@ def gated_methods(backends: tuple[str, ...]) -> list[Method]:
                 continue
             found.append(Method(f"{variant} / {origin}", variant, origin, "numba" if origin == "ours" else "torch",
                                 "chunkwise, compiled" if compiled else "chunkwise",
-                                lambda x, v=variant, i=which: calls(v, x)[i], lambda n, d, bh: 0.0, 1,
+                                lambda x, v=variant, i=which: calls(v, x, peer_chunk=peer_chunk_size(v, x["q"].shape[-1]))[i],
+                                lambda n, d, bh: 0.0, 1,
                                 lambda n, d, bh, v=variant: credited_flops(v, n, d, bh), compiled=compiled))
     return found
 
@@ -289,6 +290,8 @@ GATED = Family(
     name="gated", record_name="bench_gated.json", description=__doc__.split("\n\n")[1].replace("\n", " "),
     full=FULL, quick=QUICK, methods=gated_methods, make_inputs=make_inputs, reference=reference,
     shape_rows=pair_rows, decode=gated_decoding, summarise=summarise, report=report, plots=GATED_PLOTS,
-    notes=lambda backends: {"chunk_size": OUR_CHUNK, "peer_chunk_size": PEER_CHUNK, "dtype": "float32",
+    notes=lambda backends: {"chunk_size": OUR_CHUNK,
+                            "peer_chunk_size": {v: {str(d): peer_chunk_size(v, d) for d in DIMS} for v in VARIANTS},
+                            "dtype": "float32",
                             "ours": "numba chunkwise, through the public function",
                             "flops_credited_per_token_in_d_dv": CREDITED_WORK, "compiled_peer": compiled_peer_note()})

@@ -17,6 +17,7 @@ pass the memory budget or the time limit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Callable
 
 import numpy as np
@@ -31,11 +32,11 @@ QUICK_SIZES = (128, 512, 2048, 8192)
 DECODE_SIZES = (1_000, 10_000, 100_000)
 BATCH_HEADS = 8
 # Each implementation runs in chunks of the length it is fastest with here, as a user tuning it
-# would choose: benchmarks/chunk_sweep.py timed both at 32 and 64 tokens (its record,
-# chunk_sweep.json in the package data, shows ours fastest at 32 and the compiled torch peer
-# at 64, flash-linear-attention's default, at most shapes).
+# would choose. benchmarks/chunk_sweep.py (its record, chunk_sweep.json, ships in the package
+# data) timed ours at 32 and 64 tokens, fastest at 32 in most rows, and the compiled torch peer
+# at 64, 128 and 256: peer_chunk_size reads the peer's length for each family and width from it.
 OUR_CHUNK = 32
-PEER_CHUNK = 64
+PEER_CHUNK = 64  # flash-linear-attention's default: the peer's length at a width the sweep did not time
 EPS = 1e-6
 FLOAT_BYTES = 4
 TOLERANCE = 1e-4  # float32 against the float64 reference (RMS relative), the suite's tolerance
@@ -45,6 +46,24 @@ PEER = "torch chunkwise peer"  # run eagerly, op by op
 PEER_COMPILED = "torch chunkwise peer, compiled"  # the same code under torch.compile (inductor)
 SOFTMAX_OURS, SOFTMAX_SDPA = "numba softmax", "torch SDPA"
 SGEMM = "numpy sgemm"
+
+
+@cache
+def _sweep_rows() -> tuple[dict, ...]:
+    from .. import records
+    return tuple(records.load_record("chunk_sweep.json")["rows"])
+
+
+def peer_chunk_size(family: str, d: int) -> int:
+    """The chunk length the torch peer runs ``family`` at, at head width ``d``: of the lengths the
+    chunk sweep timed the compiled peer at, the one whose time over the peer's best was
+    smallest on geometric average over the swept sequence lengths at that width (the shorter
+    length on a tie); :data:`PEER_CHUNK` at a family or width the sweep did not time."""
+    rows = [row for row in _sweep_rows() if (row["family"], row["d"]) == (family, d)]
+    if not rows:
+        return PEER_CHUNK
+    chunks = sorted(int(name.removeprefix("peer c")) for name in rows[0]["over_best"] if name.startswith("peer c"))
+    return min(chunks, key=lambda c: (float(np.mean([np.log(row["over_best"][f"peer c{c}"]) for row in rows])), c))
 
 
 @dataclass(frozen=True)
@@ -181,16 +200,17 @@ def timed_methods(backends: tuple[str, ...]) -> list[Method]:
             KERNEL, "linear", "ours", "numba", "chunkwise",
             lambda x: lambda: numba_backend.chunkwise_elu_linear_attention(x.q, x.k, x.v, True, EPS, OUR_CHUNK),
             _linear_extra_bytes("numba", "chunkwise"), 1, _linear_work))
-    found.append(Method(
-        PEER, "linear", "peer", "torch", "chunkwise",
-        lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=PEER_CHUNK, eps=EPS),
-        _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work))
+    def peer_call(x: Inputs, compiled: bool) -> Callable[[], Any]:
+        chunk = peer_chunk_size("linear", x.q.shape[-1])
+        return lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=chunk, eps=EPS,
+                                                              compiled=compiled)
+
+    # the memory estimate at the shortest chunk the peer may run at: more chunks, more states
+    found.append(Method(PEER, "linear", "peer", "torch", "chunkwise", lambda x: peer_call(x, False),
+                        _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work))
     if peers.compiler_problem() is None:
-        found.append(Method(
-            PEER_COMPILED, "linear", "peer", "torch", "chunkwise, compiled",
-            lambda x: lambda: peers.torch_chunkwise_linear_attention(x.tq, x.tk, x.tv, chunk_size=PEER_CHUNK, eps=EPS,
-                                                                     compiled=True),
-            _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work, compiled=True))
+        found.append(Method(PEER_COMPILED, "linear", "peer", "torch", "chunkwise, compiled", lambda x: peer_call(x, True),
+                            _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work, compiled=True))
     found.append(Method(
         SOFTMAX_OURS, "softmax", "ours", "numba", "flash",
         lambda x: lambda: numba_softmax.softmax_attention(x.q, x.k, x.v, causal=True),
