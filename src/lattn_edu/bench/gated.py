@@ -206,7 +206,8 @@ def _variant_step(variant: str, x: dict[str, np.ndarray], n: int, form: str, sta
 def gated_decoding(settings: Settings, progress: tqdm, seed: int = 3) -> list[dict]:
     """Per-token time of one recurrent step (numba) with the state after N tokens carried in:
     gated (scalar decay) and the delta rule, one head, float32. The sizes take turns step by
-    step, so that they share whatever the machine does meanwhile."""
+    step, so that they share whatever the machine does meanwhile, and which goes first rotates,
+    so that none always follows the loop's bookkeeping."""
     rows = []
     sizes, steps = settings.decode_sizes, settings.decode_steps
     for d in settings.dims:
@@ -216,7 +217,7 @@ def gated_decoding(settings: Settings, progress: tqdm, seed: int = 3) -> list[di
             states = {n: _variant_step(variant, x, n, "chunkwise", None)[1] for n in sizes}  # after n tokens
             times: dict[int, list[float]] = {n: [] for n in sizes}
             for t in range(steps):
-                for n in sizes:
+                for n in sizes[t % len(sizes):] + sizes[:t % len(sizes)]:
                     tick = time.perf_counter()
                     _, states[n] = _variant_step(variant, tokens[n + t], 1, "recurrent", states[n])
                     times[n].append(time.perf_counter() - tick)
