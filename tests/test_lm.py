@@ -425,3 +425,21 @@ def test_the_shipped_full_record_is_the_full_preset_finished():
     assert record["finished"] == [lab_module.run_id(run) for run in lm.planned_runs(lm.FULL)]
     assert all(set(r) == RUN_FIELDS for r in record["runs"])
     assert all(row["seeds"] == 3 for row in lm.summarise(record))
+
+
+def test_chapters_16_and_17_name_every_model_of_both_records_once_with_one_colour_each():
+    from lattn_edu.lm.plots import MODEL_COLOURS, model_names, prose_name
+
+    names = model_names(window="window model")
+    keys = {r["model"] for r in records.load_record("recall_study_hybrid.json")["runs"]}
+    keys |= {r["model"] for r in lm.recorded("full")["runs"]}
+    assert set(names) == keys == set(MODEL_COLOURS)
+    # two keys share a name only when they are one model, and then they share its colour
+    colour_of = {}
+    for key, name in names.items():
+        assert colour_of.setdefault(name, MODEL_COLOURS[key]) == MODEL_COLOURS[key]
+    assert len(set(colour_of.values())) == len(colour_of)
+    assert model_names()["sliding_window"] == "window"
+    assert prose_name("hybrid", names) == "the 1-in-4 hybrid"
+    assert prose_name("sliding_window", names) == "the window model"
+    assert prose_name("kda", names) == "KDA"

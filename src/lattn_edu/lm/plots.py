@@ -27,6 +27,28 @@ LAB_STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "sliding_window": (PALETTE
               "linear": (PALETTE["orange"], ":", "^"), "based": ("#8C7A00", "-.", "s"),
               "gated_deltanet": (PALETTE["purple"], "-", "D"), "kda": (PALETTE["black"], "--", "P"),
               "mamba2": (PALETTE["green"], ":", "X"), "hybrid": (PALETTE["vermillion"], "-.", "*")}
+# one colour per model in every figure of chapters 16 and 17: the lab's own, and the recall
+# study's three models the lab lacks (its 1-in-4 hybrid is the lab's hybrid, under another key)
+MODEL_COLOURS = {key: style[0] for key, style in LAB_STYLES.items()} | {
+    "gated_deltanet*3+softmax": LAB_STYLES["hybrid"][0], "gated_deltanet+softmax": "#882255",
+    "log_linear": "#44AA99"}
+
+
+def model_names(window: str = "window") -> dict[str, str]:
+    """The name chapters 16 and 17 give each model of the hybrid recall study and the lab, by
+    record key (the study's "gated_deltanet*3+softmax" and the lab's "hybrid" are one model);
+    ``window`` names the sliding-window model."""
+    return {"softmax": "softmax", "sliding_window": window, "linear": "linear (elu+1)", "based": "Based",
+            "gated_deltanet": "pure Gated DeltaNet", "kda": "KDA", "mamba2": "Mamba-2",
+            "log_linear": "log-linear attention", "gated_deltanet*3+softmax": "1-in-4 hybrid",
+            "hybrid": "1-in-4 hybrid", "gated_deltanet+softmax": "2-in-4 hybrid"}
+
+
+def prose_name(model: str, names: dict[str, str]) -> str:
+    """A model's name in a sentence: "the" before a hybrid or a window model ("the 1-in-4 hybrid",
+    but "KDA")."""
+    name = names[model]
+    return f"the {name}" if "hybrid" in name or "window" in name else name
 
 
 def best_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
