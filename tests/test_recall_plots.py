@@ -205,13 +205,21 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     def label(row):
         name = "W = " + str(row["window"]) if "window" in row else row["model"]
         return name + (f" ({row['cache_floats']:,} numbers)" if row["cache_floats"] in (1402, 1404) else "")
-    labels = sorted((text.get_text(), text.xy) for text in ax.texts if text.get_text() != "chance")
+    labels = sorted((text.get_text(), text.xy) for text in ax.texts if text.get_text() not in ("chance", "no lookup"))
     assert labels == sorted((label(r), (r["cache_floats"], round(r["mean"], 3))) for r in recall.summarise(record))
     assert sorted(ax.get_xticks()) == sorted(x for x, _ in expected if x not in (1402, 1404))
     assert plots.style_of("linear+softmax")[0] == plots.STYLES["linear"][0]
     # hybrids of one recurrent mixer: one colour, told apart by line and marker
     one, half = plots.style_of("linear*3+softmax"), plots.style_of("linear+softmax")
     assert one[0] == half[0] and one[1] != half[1] and one[2] != half[2]
+    plt.close(fig)
+    # chance, at one over the number of values; a no-lookup line only where one is given
+    levels = {text.get_text(): text.xy[1] for text in ax.texts if text.get_text() in ("chance", "no lookup")}
+    assert levels == {"chance": 1 / study.base.num_values}
+    fig = plots.plot_memory_recall(record, no_lookup=0.17)
+    dotted = sorted(line.get_ydata()[0] for line in fig.axes[0].get_lines() if line.get_linestyle() == ":")
+    assert dotted == sorted([1 / study.base.num_values, 0.17])
+    assert "no lookup" in {text.get_text() for text in fig.axes[0].texts}
     plt.close(fig)
 
 

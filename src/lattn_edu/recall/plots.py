@@ -266,7 +266,7 @@ def _short_label(row: dict[str, Any], names: dict[str, str] | None = None) -> st
 
 
 def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = None,
-                       colours: dict[str, str] | None = None) -> Any:
+                       colours: dict[str, str] | None = None, no_lookup: float | None = None) -> Any:
     """Recall accuracy against the numbers each model keeps per sequence after the task's 3P
     tokens (all layers; log scale, ticked at the numbers the models keep): mean over seeds with
     the range as an error bar, each marker labelled with its model (a window by W = its width;
@@ -275,7 +275,9 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
     shown as is); ``colours`` replaces :func:`style_of`'s colour of the keys it holds. A label
     whose marker was moved left goes on its left and below it, clear of labels further left. A
     memory within 10% of the next smaller one gets no tick of its own (the two would print over
-    each other); its markers' labels give the number instead."""
+    each other); its markers' labels give the number instead. A dotted line marks chance (one over
+    the number of values) and, where ``no_lookup`` is given, a second one the accuracy reached
+    without any lookup (:func:`.task.no_lookup_baselines`)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
@@ -318,10 +320,13 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
         below = left or any(other > y for other in close)
         ax.annotate(" and ".join(labels), (x * dodge[x, y], y), xytext=(-5 if left else 5, -9 if below else 3),
                     textcoords="offset points", fontsize=7, color="#333333", ha="right" if left else "left")
-    chance = 1 / config["base"]["num_values"]
-    ax.axhline(chance, color="gray", lw=0.8, ls=":")
-    ax.annotate("chance", (0, chance), xytext=(2, -9), textcoords="offset points",
-                xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
+    lines = {"chance": 1 / config["base"]["num_values"]}
+    if no_lookup is not None:
+        lines["no lookup"] = no_lookup
+    for text, level in lines.items():
+        ax.axhline(level, color="gray", lw=0.8, ls=":")
+        ax.annotate(text, (0, level), xytext=(2, -9 if text == "chance" else 3), textcoords="offset points",
+                    xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
     pairs = config["pair_counts"][0]
     ax.set(xscale="log", xlabel=f"numbers kept per sequence after {3 * pairs} tokens (all layers)",
            ylabel="accuracy (bar: seeds' range)",
