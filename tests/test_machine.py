@@ -17,6 +17,7 @@ def test_the_description_is_json_ready_and_names_the_libraries():
     assert info["versions"]["numpy"] == np.__version__
     assert set(info["versions"]) == {*machine.LIBRARIES, "lattn_edu"}
     assert set(info["cpu_simd"]) <= set(machine.SIMD_FLAGS)
+    assert info["caches"] == {str(level): cache for level, cache in machine.cpu_caches().items()}
     assert "numba_threads" not in info  # engines only when asked for
 
 

@@ -43,15 +43,17 @@ def machine_info(*, engines: bool = False) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``cpu``, ``cpu_simd``, ``machine``, ``system``, ``cores`` (those this process may
-        use), ``memory_gib``, ``python``, ``versions`` (library -> version or None),
+        ``cpu``, ``cpu_simd``, ``caches`` (core 0's, by level as a string: :func:`cpu_caches`;
+        a benchmark's speed depends on them), ``machine``, ``system``, ``cores`` (those this
+        process may use), ``memory_gib``, ``python``, ``versions`` (library -> version or None),
         ``environment`` (thread variables that are set) and ``git_commit`` (the checkout's
         commit when the package runs from one, else None).
     """
     from . import __version__
 
     info: dict[str, Any] = {
-        "cpu": _cpu_model(), "cpu_simd": cpu_simd(), "machine": platform.machine(),
+        "cpu": _cpu_model(), "cpu_simd": cpu_simd(),
+        "caches": {str(level): cache for level, cache in cpu_caches().items()}, "machine": platform.machine(),
         "system": platform.platform(), "cores": usable_cores(), "memory_gib": _memory_gib(),
         "python": platform.python_version(),
         "versions": {**{name: _version(name) for name in LIBRARIES}, "lattn_edu": __version__},

@@ -7,7 +7,8 @@ against an independent baseline rather than against themselves. Importing this m
 imports torch.
 
 - :func:`torch_chunkwise_linear_attention`: causal linear attention with elu+1 features,
-  normalised, in chunks of 64 tokens: a masked C×C matmul inside each chunk plus the
+  normalised, in chunks of C tokens (64 by default; ``lattn-edu bench`` passes the length
+  :func:`.methods.peer_chunk_size` picks): a masked C×C matmul inside each chunk plus the
   state carried from the chunks before it (an exclusive prefix sum over per-chunk states),
   all chunks at once as batched matmuls. This is the chunkwise algorithm of
   flash-linear-attention and of the GLA / RetNet papers, written in plain torch.
