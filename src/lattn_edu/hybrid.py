@@ -29,11 +29,11 @@ Counting rule for the decode work of one token (:func:`decode_macs`), in multipl
   MLA reads its latent with the up-projections absorbed into the query and output, so each
   head reads rank + rope_dim numbers for the score and rank for the value);
 - a recurrent layer: passes · heads · d_k · d_v, one pass per touch of the whole state: 2 for
-  an additive rule (write the decayed state plus k vᵀ, read Sᵀq: the decay multiplies fold
-  into the write), 3 for the delta rule (it also reads Sᵀk before writing), plus
-  channels · kernel for the short convolution;
-- left out: the projections (q, k, v, gates, output), the softmax's exponentials and the
-  feed-forward and MoE blocks, which do not depend on N. The projections differ between the
+  an additive rule (write the decayed state plus k vᵀ, read Sᵀq), 3 for the delta rule (it
+  also reads Sᵀk before writing), plus channels · kernel for the short convolution;
+- left out: the multiply of the state by a gated rule's decay (one more per state entry,
+  which would raise the recurrent count), the projections (q, k, v, gates, output), the
+  softmax's exponentials and the feed-forward and MoE blocks, which do not depend on N. The projections differ between the
   two kinds of layer by a fixed amount per layer, which would add to each replaced layer's
   cost: the counts here are the mixers' alone.
 
