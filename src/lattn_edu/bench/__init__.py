@@ -37,7 +37,8 @@ __all__ = [
     "GATED_PLOTS", "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
     "check_correctness",
     "crossovers", "decode_summary", "linear_flops", "load_results", "measure_sgemm",
-    "peer_chunk_size", "per_shape_summary", "plot_decode", "plot_gated_ratios", "plot_ratio", "plot_throughput", "plot_times",
+    "peer_chunk_size", "per_shape_summary", "plot_decode", "plot_gated_ratios", "plot_ratio", "plot_throughput",
+    "plot_times",
     "report", "run", "run_family", "sgemm_call", "softmax_flops", "targets", "time_interleaved",
     "time_once", "timed_methods", "write_csv",
 ]

@@ -130,7 +130,8 @@ def gated_methods(backends: tuple[str, ...]) -> list[Method]:
                 continue
             found.append(Method(f"{variant} / {origin}", variant, origin, "numba" if origin == "ours" else "torch",
                                 "chunkwise, compiled" if compiled else "chunkwise",
-                                lambda x, v=variant, i=which: calls(v, x, peer_chunk=peer_chunk_size(v, x["q"].shape[-1]))[i],
+                                lambda x, v=variant, i=which: calls(
+                                    v, x, peer_chunk=peer_chunk_size(v, x["q"].shape[-1]))[i],
                                 lambda n, d, bh: 0.0, 1,
                                 lambda n, d, bh, v=variant: credited_flops(v, n, d, bh), compiled=compiled))
     return found

@@ -209,8 +209,9 @@ def timed_methods(backends: tuple[str, ...]) -> list[Method]:
     found.append(Method(PEER, "linear", "peer", "torch", "chunkwise", lambda x: peer_call(x, False),
                         _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work))
     if peers.compiler_problem() is None:
-        found.append(Method(PEER_COMPILED, "linear", "peer", "torch", "chunkwise, compiled", lambda x: peer_call(x, True),
-                            _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1, _linear_work, compiled=True))
+        found.append(Method(PEER_COMPILED, "linear", "peer", "torch", "chunkwise, compiled",
+                            lambda x: peer_call(x, True), _linear_extra_bytes("torch", "chunkwise", PEER_CHUNK), 1,
+                            _linear_work, compiled=True))
     found.append(Method(
         SOFTMAX_OURS, "softmax", "ours", "numba", "flash",
         lambda x: lambda: numba_softmax.softmax_attention(x.q, x.k, x.v, causal=True),
