@@ -348,3 +348,10 @@ def test_the_shipped_sweep_gives_every_benchmarked_family_and_width_a_swept_chun
     for family in ("linear",) + VARIANTS:
         for d in (64, 128):
             assert bench.peer_chunk_size(family, d) in sweep["chunks"]["peer"]
+
+
+def test_the_kernel_count_matches_hand_worked_numbers():
+    # C = 32, m = d_v = 128: 32 * (128 + 64) + 2 * 128 * 128 = 6,144 + 32,768 = 38,912
+    assert bench.kernel_macs_per_token(32, 128, 128) == 38_912
+    # one token per chunk: the C x C part is 1 * (m + d_v / 2), on top of the scan's 2 m d_v
+    assert bench.kernel_macs_per_token(1, 3, 4) == 3 + 2 + 24

@@ -25,8 +25,8 @@ from .families import FAMILIES, GATED, LINEAR
 from .harness import (OtherLoad, check_correctness, measure_sgemm, run_family, sgemm_call, time_interleaved,
                       time_once)
 from .methods import (BATCH_HEADS, EPS, FULL, KERNEL, OUR_CHUNK, OURS, PEER, PEER_CHUNK, PEER_COMPILED, QUICK,
-                      SOFTMAX_OURS, SOFTMAX_SDPA, Family, Settings, linear_flops, peer_chunk_size, softmax_flops,
-                      timed_methods)
+                      SOFTMAX_OURS, SOFTMAX_SDPA, Family, Settings, kernel_macs_per_token, linear_flops,
+                      peer_chunk_size, softmax_flops, timed_methods)
 from .plots import GATED_PLOTS, PLOTS, plot_decode, plot_gated_ratios, plot_ratio, plot_throughput, plot_times
 from .results import CSV_FIELDS, load_results, report, write_csv
 from .summary import crossovers, decode_summary, per_shape_summary, targets
@@ -36,7 +36,7 @@ __all__ = [
     "PEER", "PEER_CHUNK", "PEER_COMPILED",
     "GATED_PLOTS", "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
     "check_correctness",
-    "crossovers", "decode_summary", "linear_flops", "load_results", "measure_sgemm",
+    "crossovers", "decode_summary", "kernel_macs_per_token", "linear_flops", "load_results", "measure_sgemm",
     "peer_chunk_size", "per_shape_summary", "plot_decode", "plot_gated_ratios", "plot_ratio", "plot_throughput",
     "plot_times",
     "report", "run", "run_family", "sgemm_call", "softmax_flops", "targets", "time_interleaved",

@@ -237,6 +237,14 @@ def compiled_peer_note() -> str:
         "graphs in a cache on disk, so a first call may load a graph compiled by an earlier run)")
 
 
+def kernel_macs_per_token(chunk: int, m: int, d_v: int) -> float:
+    """Multiply–adds per token of our chunkwise kernel in chunks of ``chunk`` tokens, features
+    of width m, values of width d_v: C(m + d_v/2) + 2 m d_v (the C×C weights, their product with
+    V_c in place by trmm, which skips the masked half, and the state's read and write). The
+    recurrent form's 2 m d_v is what every linear-attention method is credited with."""
+    return chunk * (m + d_v / 2) + 2 * m * d_v
+
+
 def linear_flops(n: int, d: int, d_v: int, bh: int) -> float:
     """FLOPs credited to causal linear attention: 4·d·d_v per token (update + read of the scan)."""
     return 4.0 * d * d_v * n * bh
