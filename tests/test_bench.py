@@ -355,3 +355,30 @@ def test_the_kernel_count_matches_hand_worked_numbers():
     assert bench.kernel_macs_per_token(32, 128, 128) == 38_912
     # one token per chunk: the C x C part is 1 * (m + d_v / 2), on top of the scan's 2 m d_v
     assert bench.kernel_macs_per_token(1, 3, 4) == 3 + 2 + 24
+
+
+def test_the_control_spread_is_the_largest_ratio_of_ours_to_itself():
+    rows = synthetic_rows(linear_s=[1.0, 2.0, 4.0], softmax_s=[1.0, 4.0, 16.0], peer_s=[1.0, 1.0, 1.0],
+                          sizes=(128, 256, 512))
+    rows += [{"method": bench.CONTROL, "d": 64, "n": n, "status": "ok", "median_s": t}
+             for n, t in ((128, 1.1), (256, 1.9), (512, 4.6))]
+    spread = bench.control_spread(rows)
+    assert spread["max"] == pytest.approx(1.15) and spread["at"] == (64, 512)
+    assert spread["median"] == pytest.approx(1.1)  # of 1.1, 2.0/1.9 and 1.15
+    with pytest.raises(ValueError, match="control"):
+        bench.control_spread([r for r in rows if r["method"] != bench.CONTROL])
+
+
+def test_firmly_faster_counts_only_where_every_longer_length_beats_the_noise():
+    # softmax over ours: 0.5, 1.1, 3.0, 1.2, 5.0 at 128 ... 2048
+    sizes = (128, 256, 512, 1024, 2048)
+    rows = synthetic_rows(linear_s=[1.0] * 5, softmax_s=[0.5, 1.1, 3.0, 1.2, 5.0], peer_s=[1.0] * 5,
+                          sizes=sizes)
+    ratio = bench.softmax_over_ours(rows, bench.SOFTMAX_SDPA, 64)
+    assert list(ratio) == list(sizes) and ratio[512] == pytest.approx(3.0)
+    assert bench.firmly_faster_from(rows, bench.SOFTMAX_SDPA, 64, noise=1.05) == (256, pytest.approx(1.1))
+    assert bench.firmly_faster_from(rows, bench.SOFTMAX_SDPA, 64, noise=1.15) == (512, pytest.approx(1.2))
+    assert bench.firmly_faster_from(rows, bench.SOFTMAX_SDPA, 64, noise=1.25) == (2048, pytest.approx(5.0))
+    assert bench.firmly_faster_from(rows, bench.SOFTMAX_SDPA, 64, noise=6.0) == (None, None)
+    with pytest.raises(ValueError, match="noise"):
+        bench.firmly_faster_from(rows, bench.SOFTMAX_SDPA, 64, noise=0.9)

@@ -11,7 +11,8 @@ One runner over a list of families; one module per job:
   eagerly or compiled;
 - :mod:`.harness`: the one runner, :func:`run_family`: correctness first, then every method
   timed in interleaved rounds, then decoding;
-- :mod:`.summary`: per-shape ratios, crossovers, decoding growth, the targets;
+- :mod:`.summary`: per-shape ratios, crossovers, decoding growth, the targets, the run's noise
+  (its control) and the length from which ours is firmly faster than softmax;
 - :mod:`.plots` and :mod:`.results`: the record as figures, as text and as CSV, and
   :func:`load_results` to read it back;
 - :mod:`.cli`: the command itself (``lattn-edu bench``).
@@ -24,21 +25,22 @@ from .cli import add_arguments, run
 from .families import FAMILIES, GATED, LINEAR
 from .harness import (OtherLoad, check_correctness, measure_sgemm, run_family, sgemm_call, time_interleaved,
                       time_once)
-from .methods import (BATCH_HEADS, EPS, FULL, KERNEL, OUR_CHUNK, OURS, PEER, PEER_CHUNK, PEER_COMPILED, QUICK,
+from .methods import (BATCH_HEADS, CONTROL, EPS, FULL, KERNEL, OUR_CHUNK, OURS, PEER, PEER_CHUNK, PEER_COMPILED, QUICK,
                       SOFTMAX_OURS, SOFTMAX_SDPA, Family, Settings, kernel_macs_per_token, linear_flops,
                       peer_chunk_size, softmax_flops, timed_methods)
 from .plots import GATED_PLOTS, PLOTS, plot_decode, plot_gated_ratios, plot_ratio, plot_throughput, plot_times
 from .results import CSV_FIELDS, load_results, report, write_csv
-from .summary import crossovers, decode_summary, per_shape_summary, targets
+from .summary import (control_spread, crossovers, decode_summary, firmly_faster_from, per_shape_summary,
+                      softmax_over_ours, targets)
 
 __all__ = [
-    "BATCH_HEADS", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OUR_CHUNK", "OURS",
+    "BATCH_HEADS", "CONTROL", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OUR_CHUNK", "OURS",
     "PEER", "PEER_CHUNK", "PEER_COMPILED",
     "GATED_PLOTS", "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
-    "check_correctness",
-    "crossovers", "decode_summary", "kernel_macs_per_token", "linear_flops", "load_results", "measure_sgemm",
+    "check_correctness", "control_spread",
+    "crossovers", "decode_summary", "firmly_faster_from", "kernel_macs_per_token", "linear_flops", "load_results", "measure_sgemm",
     "peer_chunk_size", "per_shape_summary", "plot_decode", "plot_gated_ratios", "plot_ratio", "plot_throughput",
     "plot_times",
-    "report", "run", "run_family", "sgemm_call", "softmax_flops", "targets", "time_interleaved",
+    "report", "run", "run_family", "sgemm_call", "softmax_flops", "softmax_over_ours", "targets", "time_interleaved",
     "time_once", "timed_methods", "write_csv",
 ]

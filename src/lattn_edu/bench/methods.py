@@ -41,6 +41,7 @@ EPS = 1e-6
 FLOAT_BYTES = 4
 TOLERANCE = 1e-4  # float32 against the float64 reference (RMS relative), the suite's tolerance
 OURS = "numba chunkwise"  # our fast form, through la.linear_attention with its checks
+CONTROL = "numba parallel"  # the causal parallel form runs the chunkwise kernel: ours timed again
 KERNEL = "numba chunkwise kernel"  # the same kernel called directly: no argument checks or dispatch
 PEER = "torch chunkwise peer"  # run eagerly, op by op
 PEER_COMPILED = "torch chunkwise peer, compiled"  # the same code under torch.compile (inductor)

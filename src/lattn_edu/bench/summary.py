@@ -9,8 +9,10 @@ held to.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..timing import crossover_size
-from .methods import KERNEL, OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA
+from .methods import CONTROL, KERNEL, OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA
 
 
 def timed_rows(rows: list[dict], method: str, d: int) -> dict[int, dict]:
@@ -80,6 +82,51 @@ def crossovers(rows: list[dict], dims: tuple[int, ...]) -> list[dict]:
                 entry["speedup_at_largest"] = soft[-1] / lin[-1]
             found.append(entry)
     return found
+
+
+def control_spread(rows: list[dict]) -> dict:
+    """The run's noise, from its control: our kernel timed twice in every round, once as the
+    chunkwise form (``OURS``) and once as the causal parallel form (``CONTROL``), which runs the
+    same kernel. At each (d, N) timed both ways, the slower median over the faster one; the
+    largest of these is the noise a difference between two methods must exceed to count.
+
+    Returns {"max": the largest spread, "at": (d, N) where it was, "median": the median spread}.
+    """
+    spreads = []
+    for r in rows:
+        if r["method"] != OURS or r["status"] != "ok":
+            continue
+        twin = next((p for p in rows if p["method"] == CONTROL and p["status"] == "ok"
+                     and (p["d"], p["n"]) == (r["d"], r["n"])), None)
+        if twin is not None:
+            slow, fast = sorted((r["median_s"], twin["median_s"]), reverse=True)
+            spreads.append((slow / fast, (r["d"], r["n"])))
+    if not spreads:
+        raise ValueError("rows must hold the chunkwise form and its control, the parallel form, "
+                         "timed at some common (d, N); got none")
+    largest, at = max(spreads)
+    return {"max": largest, "at": at, "median": float(np.median([s for s, _ in spreads]))}
+
+
+def softmax_over_ours(rows: list[dict], softmax: str, d: int) -> dict[int, float]:
+    """{N: softmax's median time over ours} at each length both were timed at, head width d."""
+    soft = timed_rows(rows, softmax, d)
+    ours = {n: our_row(rows, d, n) for n in soft}
+    return {n: soft[n]["median_s"] / ours[n]["median_s"] for n in sorted(soft) if ours[n] is not None}
+
+
+def firmly_faster_from(rows: list[dict], softmax: str, d: int, noise: float) -> tuple[int | None, float | None]:
+    """The shortest timed length from which ours was faster than ``softmax`` by more than
+    ``noise`` (a ratio, e.g. :func:`control_spread`'s max) at that and every longer timed
+    length, and ours' least factor from there; (None, None) if no length qualifies."""
+    if not noise >= 1.0:
+        raise ValueError(f"noise must be a time ratio >= 1; got {noise!r}")
+    ratio = softmax_over_ours(rows, softmax, d)
+    lengths = list(ratio)
+    for i, n in enumerate(lengths):
+        if all(ratio[m] > noise for m in lengths[i:]):
+            return n, min(ratio[m] for m in lengths[i:])
+    return None, None
 
 
 def decode_summary(rows: list[dict]) -> list[dict]:
