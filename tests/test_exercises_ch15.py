@@ -15,7 +15,7 @@ from lattn_edu.lm import crossing_context
 from lattn_edu.log_linear import fenwick_levels, levels_needed
 
 IDS = ("ch15.hybrid_kv_bytes", "ch15.break_even_context", "ch15.log_linear_states",
-       "ch15.window_matching_state", "ch15.decode_crossing")
+       "ch15.window_matching_state", "ch15.decode_crossing", "ch15.traffic_break_even")
 
 
 def check(exercise_id, answer):
@@ -218,3 +218,40 @@ def _geometric(crossing, contexts):
 def test_crossing_slips_are_rejected(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
         check("ch15.decode_crossing", wrong)
+
+
+# --- ch15.traffic_break_even
+
+def test_qwen3_next_traffic_break_even_with_projections_by_hand():
+    """n_S = 32·128·128 + 8,192·3 = 548,864, c = 2·2·256 = 1,024, P = 6,422,528:
+    (2 · 548,864 + 6,422,528) / 1,024 = 7,344 tokens, in any one dtype."""
+    qwen = hybrid.qwen3_next_80b_a3b()
+    extra = hybrid.qwen3_next_projection_weights()["extra"]
+    assert ch15._traffic_cases()[0] == {"stack": qwen, "extra_weights": extra}
+    assert ch15.solution_traffic_break_even(qwen, extra) == 7344
+    assert ch15.package_traffic_break_even(qwen, extra) == 7344
+    assert ch15.package_traffic_break_even(qwen, extra, "float32") == 7344
+    # without the projections: the traffic break-even, twice the held 536
+    assert ch15.package_traffic_break_even(qwen, 0) == 1072
+
+
+def test_traffic_cases_include_no_extra_fewer_weights_and_the_first_token():
+    answers = [ch15.package_traffic_break_even(**case) for case in ch15._traffic_cases()]
+    weights = [case["extra_weights"] for case in ch15._traffic_cases()]
+    assert 0 in weights and any(w < 0 for w in weights) and 1 in answers
+    assert answers[0] == answers[1]  # 1 or 2 softmax layers per 4: the count cancels
+    assert len(set(answers[1:])) == len(answers) - 1
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda stack, extra_weights: ch15.solution_traffic_break_even(stack, 0),  # no projections
+    lambda stack, extra_weights: max(1, math.ceil(  # the state only read
+        (stack.recurrent.state_numbers() + extra_weights) / stack.softmax.cache_width)),
+    lambda stack, extra_weights: max(1, math.ceil(  # the weights read and written
+        (2 * stack.recurrent.state_numbers() + 2 * extra_weights) / stack.softmax.cache_width)),
+    lambda stack, extra_weights: max(1, math.floor(
+        (2 * stack.recurrent.state_numbers() + extra_weights) / stack.softmax.cache_width)),
+], ids=["no projections", "state read only", "weights counted twice", "floor"])
+def test_traffic_slips_are_rejected(wrong):
+    with pytest.raises(ExerciseFailed, match="wrong value"):
+        check("ch15.traffic_break_even", wrong)

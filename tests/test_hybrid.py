@@ -213,3 +213,21 @@ def test_the_table_at_128k():
 def test_bad_input_is_refused_by_name(build, error, match):
     with pytest.raises(error, match=match):
         build()
+
+
+def test_qwen3_next_projection_weights_counted_by_hand():
+    weights = hybrid.qwen3_next_projection_weights()
+    # Gated DeltaNet: 2,048 · (4,096 q,k + 4,096 v + 4,096 gate + 64 β, decay) + 4,096 · 2,048
+    assert weights["deltanet"] == 2048 * 12_352 + 4096 * 2048 == 33_685_504
+    # gated attention: 2,048 · (4,096 q + 4,096 gate + 512 k + 512 v) + 4,096 · 2,048
+    assert weights["attention"] == 2048 * 9216 + 4096 * 2048 == 27_262_976
+    assert weights["extra"] == 6_422_528 == weights["deltanet"] - weights["attention"]
+    # the widths agree with the preset's shape
+    qwen = hybrid.preset("Qwen3-Next-80B-A3B")
+    deltanet, attention = qwen.recurrent, qwen.softmax
+    assert attention.query_heads * attention.value_dim == deltanet.heads * deltanet.value_dim == 2 * 2048
+    assert (attention.query_heads, attention.key_dim, attention.cache_width) == (16, 256, 1024)
+    assert (deltanet.heads, deltanet.key_dim, deltanet.value_dim) == (32, 128, 128)
+    assert deltanet.conv_channels == 2 * 16 * 128 + 32 * 128  # q and k: 16 key heads
+    # counted with the projections, the batch-1 traffic break-even is a whole 7,344 tokens
+    assert (2 * deltanet.state_numbers() + weights["extra"]) / attention.cache_width == 7344

@@ -35,7 +35,8 @@ Counting rule for the decode work of one token (:func:`decode_macs`), in multipl
   which would raise the recurrent count), the projections (q, k, v, gates, output), the
   softmax's exponentials and the feed-forward and MoE blocks, which do not depend on N. The projections differ between the
   two kinds of layer by a fixed amount per layer, which would add to each replaced layer's
-  cost: the counts here are the mixers' alone.
+  cost: the counts here are the mixers' alone. :func:`qwen3_next_projection_weights` counts
+  that difference for Qwen3-Next from its configuration.
 
 FLOPs are twice the multiply–adds. Bytes are bf16 by default (``dtype``); serving stacks
 may keep the recurrent state in float32, which ``state_bytes(stack, "float32")`` counts.
@@ -404,6 +405,33 @@ def qwen3_next_80b_a3b() -> LayerStack:
             rule="delta",  # Gated DeltaNet
             conv_channels=2 * 16 * 128 + 32 * 128,  # q and k (16 heads of 128) and v (32 heads of 128)
             conv_kernel=4))  # linear_conv_kernel_dim
+
+
+def qwen3_next_projection_weights() -> dict[str, int]:
+    """Projection weights of one Qwen3-Next-80B-A3B layer of each kind, and their difference.
+
+    The projections map the layer's input (hidden_size 2,048) to its queries, keys, values and
+    gates, and its mixer's output back to 2,048; each weight is one multiply–add per token and
+    is read once per decode step. From the same config.json as :func:`qwen3_next_80b_a3b`;
+    biases and norms are left out (Qwen3-Next has no projection biases).
+
+    Keys: ``deltanet`` (a Gated DeltaNet layer: 33,685,504), ``attention`` (a gated softmax
+    attention layer: 27,262,976) and ``extra`` (deltanet − attention: 6,422,528, the P that a
+    replaced layer adds to the mixers-only counts).
+    """
+    hidden = 2048  # hidden_size
+    deltanet_in = (2 * 16 * 128  # q and k: linear_num_key_heads 16 of linear_key_head_dim 128
+                   + 32 * 128  # v: linear_num_value_heads 32 of linear_value_head_dim 128
+                   + 32 * 128  # the output gate z: one per value channel
+                   + 32 + 32)  # β and the decay a: one per value head (in_proj_ba)
+    deltanet_out = 32 * 128  # out_proj: 4,096 value channels back to hidden_size
+    attention_in = (16 * 256  # q: num_attention_heads 16 of head_dim 256
+                    + 16 * 256  # the output gate, as wide as q (q_proj is twice 4,096 wide)
+                    + 2 * 256 + 2 * 256)  # k and v: num_key_value_heads 2 of head_dim 256
+    attention_out = 16 * 256  # o_proj: 4,096 back to hidden_size
+    deltanet = hidden * deltanet_in + deltanet_out * hidden
+    attention = hidden * attention_in + attention_out * hidden
+    return {"deltanet": deltanet, "attention": attention, "extra": deltanet - attention}
 
 
 def kimi_linear_48b_a3b() -> LayerStack:

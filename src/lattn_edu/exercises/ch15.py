@@ -1,8 +1,9 @@
 """Exercises for chapter 15 (hybrids, log-linear attention, sliding windows): the KV cache of a
 hybrid as a function of its ratio and the context, the context from which a hybrid decodes with
 fewer multiply–adds than full attention, how many Fenwick level states log-linear attention
-holds after a token, the sliding window whose cache weighs as much as one recurrent state, and
-the context at which one measured decode time overtakes another (the clock's crossing).
+holds after a token, the sliding window whose cache weighs as much as one recurrent state, the
+context at which one measured decode time overtakes another (the clock's crossing), and the
+batch-1 traffic break-even with the projection weights counted.
 
 What each checker compares with (the package's own counts, never the solutions):
 
@@ -21,6 +22,11 @@ What each checker compares with (the package's own counts, never the solutions):
   :func:`lattn_edu.hybrid.state_bytes` of a one-layer recurrent stack without a convolution.
 - ``ch15.decode_crossing``: :func:`lattn_edu.lm.decode.crossing_context`; rtol 1e-9. Its first
   case is the recorded decode benchmark (``lm_decode.json``), softmax against Gated DeltaNet.
+- ``ch15.traffic_break_even``: the first whole context N >= 1 found by bisection at which
+  :func:`lattn_edu.hybrid.decode_bytes` of the hybrid plus its replaced layers' extra projection
+  weights (read once per step, same dtype) is at most ``decode_bytes`` of ``full_attention``;
+  exact. Its first case is Qwen3-Next with
+  :func:`lattn_edu.hybrid.qwen3_next_projection_weights`.
 """
 
 from __future__ import annotations
@@ -264,6 +270,63 @@ def _check_decode_crossing(answer):
     check_function(answer, crossing_context, _crossing_cases(), rtol=1e-9)
 
 
+# --- ch15.traffic_break_even
+
+
+def solution_traffic_break_even(stack, extra_weights):
+    """Smallest context N >= 1 at which ``stack`` moves no more bytes per
+    decoded token (batch 1) than full_attention(stack), counting that each
+    recurrent layer has ``extra_weights`` more projection weights than
+    the softmax layer it replaces: an int.
+
+    Per replaced layer: its state is read and written (2 n_S numbers) and
+    its extra weights read once (P), against c·N cached numbers read. One
+    bytes-per-number multiplies every term, so it cancels.
+    """
+    state = stack.recurrent.state_numbers()  # n_S, convolution included
+    width = stack.softmax.cache_width  # c, numbers cached per token
+    return max(1, math.ceil((2 * state + extra_weights) / width))
+
+
+def _traffic_cases():
+    """Qwen3-Next with its projections (1 and 2 softmax layers per 4), the round stack without
+    extra weights, a recurrent layer with fewer weights than its softmax layer, odd shapes."""
+    qwen = hybrid.qwen3_next_80b_a3b()
+    extra = hybrid.qwen3_next_projection_weights()["extra"]
+    cases = [(qwen, extra), (hybrid.interleave(qwen, 2, 4), extra), (hybrid.round_stack(), 0),
+             (hybrid.minimax_text_01(), 1_000_003), (hybrid.kimi_linear_48b_a3b(), 777_777),
+             (hybrid.round_stack(), -1_000_000),  # fewer weights: break-even earlier
+             (hybrid.round_stack(), -10**9)]  # cheaper from the first token
+    cases.append((hybrid.LayerStack("odd delta", 9, (4,), hybrid.SoftmaxLayer.gqa(15, 5, 11),
+                                    hybrid.RecurrentLayer(7, 13, 9, "delta", conv_channels=5,
+                                                          conv_kernel=4)), 1234))
+    return [{"stack": stack, "extra_weights": weights} for stack, weights in cases]
+
+
+def package_traffic_break_even(stack, extra_weights, dtype="bfloat16"):
+    """The first whole N where the hybrid's decode_bytes plus its extra weights' bytes is at most
+    the twin's decode_bytes, by bisection on the package's counts."""
+    full = hybrid.full_attention(stack)
+    extra = stack.num_recurrent * extra_weights * hybrid.bytes_per_number(dtype)
+
+    def no_more(n):
+        return hybrid.decode_bytes(stack, n, dtype) + extra <= hybrid.decode_bytes(full, n, dtype)
+
+    if no_more(1):
+        return 1
+    low, high = 1, 2  # not no_more(low); high is to be tried
+    while not no_more(high):
+        low, high = high, 2 * high
+    while high - low > 1:  # not no_more(low), no_more(high)
+        middle = (low + high) // 2
+        low, high = (low, middle) if no_more(middle) else (middle, high)
+    return high
+
+
+def _check_traffic_break_even(answer):
+    check_function(answer, package_traffic_break_even, _traffic_cases(), rtol=0.0)
+
+
 EXERCISES = [
     Exercise("ch15.hybrid_kv_bytes", "The KV cache of a hybrid: ratio and context",
              "code", solution_hybrid_kv_bytes, _check_hybrid_kv_bytes),
@@ -275,4 +338,6 @@ EXERCISES = [
              "code", solution_window_matching_state, _check_window_matching_state),
     Exercise("ch15.decode_crossing", "Where one measured decode time overtakes another",
              "code", solution_decode_crossing, _check_decode_crossing),
+    Exercise("ch15.traffic_break_even", "The traffic break-even with the projections counted",
+             "code", solution_traffic_break_even, _check_traffic_break_even),
 ]
