@@ -414,6 +414,16 @@ def test_the_plots_draw_each_seed_and_the_mean_at_the_best_rate():
     hybrid_mean = next(line for line in fig.axes[0].get_lines() if line.get_label() == "hybrid (2)")
     assert list(hybrid_mean.get_xdata()) == [2, 6, 10] and np.allclose(hybrid_mean.get_ydata(), [2.7, 1.7, 2.2])
     plt.close(fig)
+    # relative_to: a second panel, each other model minus the reference's run on the same seed
+    fig = plots.plot_position_bits(record, relative_to="softmax")
+    assert len(fig.axes) == 2 and len(fig.legends[0].get_texts()) == 2  # one legend entry per model
+    below = {line.get_label(): line for line in fig.axes[1].get_lines()}
+    assert "softmax (1)" not in below  # the reference is not set against itself
+    # hybrid's seed 0 minus softmax's seed 0: [2.0, 2.0, 2.0] − [2.5, 2.5, 2.5]; seed 1 has no pair
+    assert np.allclose(below["hybrid (1)"].get_ydata(), [-0.5, -0.5, -0.5])
+    plt.close(fig)
+    with pytest.raises(ValueError, match="relative_to"):
+        plots.plot_position_bits(record, relative_to="kda")
 
 
 def test_the_shipped_full_record_is_the_full_preset_finished():

@@ -86,21 +86,48 @@ def plot_validation(record: dict[str, Any], first_step: int = 100,
     return fig
 
 
-def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = None) -> Any:
+def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = None,
+                       relative_to: str | None = None) -> Any:
     """Validation bits per character by position in the context, in blocks: how much each model
     gains from the characters before (falling lines: it uses the far context). ``names`` maps
-    record keys to the legend's names (a key it lacks is shown as is)."""
+    record keys to the legend's names (a key it lacks is shown as is).
+
+    ``relative_to``, a model in the record, adds a second panel below: each other model's bits
+    by block minus that model's run on the same seed (thin lines), and their mean (thick), so
+    what every model shares, such as a harder passage, cancels."""
     import matplotlib.pyplot as plt
 
     block = record["config"]["position_block"]
-    fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
-    for model, runs in best_runs(record).items():
+    best = best_runs(record)
+    if relative_to is not None and relative_to not in best:
+        raise ValueError(f"relative_to must be a model in the record ({', '.join(best)}); got {relative_to!r}")
+    rows = 1 if relative_to is None else 2
+    fig, axes = plt.subplots(rows, 1, figsize=(7.2, 4.0 * rows), layout="constrained", sharex=True,
+                             squeeze=False)
+    ax = axes[0, 0]
+    for model, runs in best.items():
         curves = [r["position_bits"] for r in runs]
         starts = block * np.arange(len(curves[0]))
         _draw(ax, model, starts + block / 2, curves, names)
     ax.set(xlabel=f"position in the context (blocks of {block} characters)",
-           ylabel="validation bits per character", title="after training; (n): seeds")
-    fig.legend(loc="outside right upper", fontsize=8)
+           ylabel="validation bits per character",
+           title="after training; (n): number of seeds")
+    if relative_to is not None:
+        below = axes[1, 0]
+        reference = {r["seed"]: np.asarray(r["position_bits"]) for r in best[relative_to]}
+        for model, runs in best.items():
+            if model == relative_to:
+                continue
+            curves = [list(np.asarray(r["position_bits"]) - reference[r["seed"]]) for r in runs
+                      if r["seed"] in reference]  # paired by seed
+            if curves:
+                starts = block * np.arange(len(curves[0]))
+                _draw(below, model, starts + block / 2, curves, names)
+        below.axhline(0, color="gray", lw=0.8)
+        below.set(xlabel=ax.get_xlabel(),
+                  ylabel=f"minus {display_name(relative_to, names)} (bits)")
+        ax.set(xlabel="")  # the shared axis is labelled once, below
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8)
     return fig
 
 
