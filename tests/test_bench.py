@@ -365,8 +365,23 @@ def test_the_control_spread_is_the_largest_ratio_of_ours_to_itself():
     spread = bench.control_spread(rows)
     assert spread["max"] == pytest.approx(1.15) and spread["at"] == (64, 512)
     assert spread["median"] == pytest.approx(1.1)  # of 1.1, 2.0/1.9 and 1.15
+    # the direct call of the kernel is a third timing of it: slowest over fastest of the three
+    rows += [{"method": bench.KERNEL, "d": 64, "n": 256, "status": "ok", "median_s": 2.5}]
+    spread = bench.control_spread(rows)
+    assert spread["max"] == pytest.approx(2.5 / 1.9) and spread["at"] == (64, 256)
     with pytest.raises(ValueError, match="control"):
-        bench.control_spread([r for r in rows if r["method"] != bench.CONTROL])
+        bench.control_spread([r for r in rows if r["method"] not in (bench.CONTROL, bench.KERNEL)])
+
+
+def test_interleaved_rounds_rotate_which_method_goes_first():
+    order = []
+    calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
+    settings = bench.Settings(sizes=(8,), dims=(8,), batch_heads=1, min_rounds=4, max_rounds=4,
+                              shape_seconds=0.0, max_call_s=1.0, memory_budget=1.0, sgemm_size=None,
+                              decode_sizes=(8,), decode_steps=1)
+    samples = bench.time_interleaved(calls, {name: 1.0 for name in calls}, settings)
+    assert order == list("abc" "bca" "cab" "abc")
+    assert {name: len(times) for name, times in samples.items()} == {"a": 4, "b": 4, "c": 4}
 
 
 def test_firmly_faster_counts_only_where_every_longer_length_beats_the_noise():

@@ -71,17 +71,24 @@ def advance(progress: tqdm, steps: float, label: str) -> None:
     progress.update(steps)
 
 
+ROUND_ORDER = "rotated by one method each round"  # recorded: earlier records timed in a fixed order
+
+
 def time_interleaved(calls: dict[str, Callable[[], Any]], estimates: dict[str, float],
                      settings: Settings) -> dict[str, list[float]]:
     """Round by round, one timed call of every method: the methods share whatever the machine
-    does meanwhile, so their ratios hold even when the absolute times drift."""
+    does meanwhile, so their ratios hold even when the absolute times drift. The order rotates
+    by one method each round, so no method always follows the same neighbour (torch's threads,
+    say, still spinning after its call) or always goes first."""
     per_round = sum(estimates.values())
     rounds = int(np.clip(math.ceil(settings.shape_seconds / max(per_round, 1e-9)),
                          settings.min_rounds, settings.max_rounds))
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            samples[name].append(time_once(call))
+    names = list(calls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(rounds):
+        first = round_index % len(names)
+        for name in names[first:] + names[:first]:
+            samples[name].append(time_once(calls[name]))
     return samples
 
 
@@ -243,7 +250,7 @@ def run_family(family: Family, settings: Settings, backends: tuple[str, ...],
         "schema": 1, "description": family.description,
         "recorded": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(engines=True),
         "settings": {**{k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.__dict__.items()},
-                     **family.notes(backends)},
+                     "round_order": ROUND_ORDER, **family.notes(backends)},
         "load_average_start": load_start, "other_processes_cores": _busy_elsewhere(rows),
         "load_average_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         **({"sgemm": sgemm} if sgemm else {}),
