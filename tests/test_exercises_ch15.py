@@ -63,52 +63,63 @@ def test_kv_bytes_slips_are_rejected(wrong):
 
 # --- ch15.break_even_context
 
-def test_break_even_answer_is_the_first_context_where_the_hybrid_costs_no_more():
+def _ratio(stack):  # R/a of one replaced layer
+    return stack.recurrent.step_macs() / stack.softmax.read_per_token()
+
+
+def test_break_even_cases_have_windows_shorter_than_r_over_a():
+    stacks = [case["stack"] for case in ch15._break_even_cases()]
+    assert all(1 <= s.softmax.window < _ratio(s) for s in stacks)
+    assert {s.recurrent.rule for s in stacks} == {"delta", "additive"}
+    assert any(s.recurrent.conv_channels for s in stacks)
+    assert {s.num_softmax / s.num_layers for s in stacks} >= {0.25, 0.5, 0.75}
+
+
+def test_break_even_answer_is_where_the_costs_are_equal():
+    """At the solution's N* the windowed hybrid's multiply–adds equal the twin's; just before
+    the first whole context past it the hybrid costs more, at it no more."""
     for case in ch15._break_even_cases():
         stack = case["stack"]
-        full, n = hybrid.full_attention(stack), ch15.solution_break_even_context(stack)
-        assert hybrid.decode_macs(stack, n) <= hybrid.decode_macs(full, n)
-        assert n == 1 or hybrid.decode_macs(stack, n - 1) > hybrid.decode_macs(full, n - 1)
+        full, n_star = hybrid.full_attention(stack), ch15.solution_break_even_context(stack)
+        assert n_star > stack.softmax.window  # past the window, as the derivation says
+        whole = math.ceil(n_star)
+        assert hybrid.decode_macs(stack, whole) <= hybrid.decode_macs(full, whole)
+        if whole - 1 >= 1 and whole != n_star:
+            assert hybrid.decode_macs(stack, whole - 1) > hybrid.decode_macs(full, whole - 1)
+
+
+def test_the_short_window_formula_matches_the_package_by_hand():
+    """Qwen3-Next, 1 softmax layer in 4, window 64: 64/4 + (3/4) · 196 = 163."""
+    stack = hybrid.windowed(hybrid.interleave(hybrid.qwen3_next_80b_a3b(), 1, 4), 64)
+    assert ch15.package_break_even(stack) == 64 / 4 + 3 / 4 * 196 == 163
+    assert ch15.solution_break_even_context(stack) == 163
+
+
+def test_with_a_short_window_the_break_even_depends_on_the_ratio():
+    qwen = hybrid.qwen3_next_80b_a3b()
+    evens = [ch15.package_break_even(hybrid.windowed(hybrid.interleave(qwen, k, 4), 64))
+             for k in (1, 2, 3)]
+    assert evens == sorted(evens, reverse=True) and len(set(evens)) == 3  # more softmax: earlier
 
 
 def test_full_attention_puts_the_softmax_layer_in_place_of_each_recurrent_one():
-    stack = hybrid.interleave(hybrid.kimi_linear_48b_a3b(), 1, 4)
+    stack = hybrid.windowed(hybrid.interleave(hybrid.kimi_linear_48b_a3b(), 1, 4), 10)
     full = hybrid.full_attention(stack)
-    assert full.num_softmax == full.num_layers == stack.num_layers and full.softmax == stack.softmax
+    assert full.num_softmax == full.num_layers == stack.num_layers
+    assert full.softmax.window is None and full.softmax.query_heads == stack.softmax.query_heads
 
 
-def test_break_even_does_not_depend_on_the_ratio():
-    """Each replaced layer trades R for N·P on its own: the layer counts cancel."""
-    qwen = hybrid.qwen3_next_80b_a3b()
-    contexts = {ch15.package_break_even(hybrid.interleave(qwen, k, 4)) for k in (0, 1, 2, 3)}
-    assert contexts == {196}
-
-
-def test_break_even_returns_a_real_number_and_the_cases_need_its_ceiling():
-    cases = ch15._break_even_cases()
-    reals = [hybrid.break_even_context(c["stack"], hybrid.full_attention(c["stack"])) for c in cases]
-    assert all(isinstance(r, float) for r in reals)
-    assert any(r != math.floor(r) and r > 1 for r in reals)  # floor and ceil differ
-    assert any(r < 1 for r in reals)  # the answer is 1 there
-    stacks = [c["stack"] for c in cases]
-    assert any(s.recurrent.conv_channels for s in stacks) and {s.recurrent.rule for s in stacks} == {
-        "delta", "additive"}
-
-
-def _break_even(stack, passes=None, conv=True, rounding=math.ceil):
-    rec, soft = stack.recurrent, stack.softmax
-    passes = passes or (3 if rec.rule == "delta" else 2)
-    state = passes * rec.heads * rec.key_dim * rec.value_dim + conv * rec.conv_channels * rec.conv_kernel
-    return max(1, rounding(state / (soft.query_heads * (soft.key_dim + soft.value_dim))))
+def _share(stack):
+    return stack.num_softmax / stack.num_layers
 
 
 @pytest.mark.parametrize("wrong", [
-    lambda stack: _break_even(stack, conv=False),
-    lambda stack: _break_even(stack, passes=2),
-    lambda stack: _break_even(stack, rounding=math.floor),
-], ids=["no convolution", "two passes for the delta rule", "floor"])
+    _ratio,  # the unwindowed R/a
+    lambda stack: (1 - _share(stack)) * stack.softmax.window + _share(stack) * _ratio(stack),
+    lambda stack: float(stack.softmax.window),  # the window alone
+    lambda stack: float(math.ceil(ch15.solution_break_even_context(stack))),  # rounded up
+], ids=["unwindowed R/a", "shares swapped", "the window", "rounded up"])
 def test_break_even_slips_are_rejected(wrong):
-    assert _break_even(hybrid.round_stack()) == ch15.solution_break_even_context(hybrid.round_stack())
     with pytest.raises(ExerciseFailed, match="wrong value"):
         check("ch15.break_even_context", wrong)
 

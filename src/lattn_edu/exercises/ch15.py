@@ -1,6 +1,6 @@
 """Exercises for chapter 15 (hybrids, log-linear attention, sliding windows): the KV cache of a
-hybrid as a function of its ratio and the context, the context from which a hybrid decodes with
-fewer multiply–adds than full attention, how many Fenwick level states log-linear attention
+hybrid as a function of its ratio and the context, the context from which a hybrid whose softmax
+layers have a short window decodes with fewer multiply–adds than full attention, how many Fenwick level states log-linear attention
 holds after a token, the sliding window whose cache weighs as much as one recurrent state, the
 context at which one measured decode time overtakes another (the clock's crossing), and the
 batch-1 traffic break-even with the projection weights counted.
@@ -10,11 +10,10 @@ What each checker compares with (the package's own counts, never the solutions):
 - ``ch15.hybrid_kv_bytes``: :func:`lattn_edu.hybrid.kv_cache_bytes` of the stack built with
   :func:`lattn_edu.hybrid.interleave` (softmax layers ``SoftmaxLayer.gqa``), in the dtype whose
   :func:`lattn_edu.hybrid.bytes_per_number` is the case's; exact (rtol 0).
-- ``ch15.break_even_context``: the ceiling of :func:`lattn_edu.hybrid.break_even_context`
-  (``hybrid``, ``full_attention(hybrid)``, "flops"), at least 1. The package returns a real
-  number, the context where the two costs are equal; the exercise asks for the first whole
-  context at which the hybrid costs no more. The answer may read the stack's attributes; the
-  checker does not switch the package's counting methods off.
+- ``ch15.break_even_context``: :func:`lattn_edu.hybrid.break_even_context` (``hybrid``,
+  ``full_attention(hybrid)``, "flops") of hybrids whose softmax layers have a window shorter
+  than R/a, against the unwindowed twin; rtol 1e-9. The answer may read the stack's
+  attributes and counting methods; the checker does not switch them off.
 - ``ch15.log_linear_states``: the distinct levels (entries >= 0) in row t of
   :func:`lattn_edu.log_linear.fenwick_levels`, one table of 5001 positions for every case.
 - ``ch15.window_matching_state``: the largest W found by bisection with the package's bytes,
@@ -93,43 +92,49 @@ def _check_hybrid_kv_bytes(answer):
 
 
 def solution_break_even_context(stack):
-    """Smallest context N >= 1 at which ``stack`` decodes a token with no
-    more multiply–adds than full_attention(stack): an int.
+    """Context N* at which ``stack``, its softmax layers windowed to
+    w < R/a, does as many multiply–adds per token as full_attention(stack):
+    a float.
 
-    Full attention puts the softmax layer in place of each recurrent one,
-    so per replaced layer: state passes R <= N · P, P read per token.
+    Beyond w the hybrid does s·a·w + (L − s)·R, its twin L·a·N: equal at
+    N* = (s/L)·w + (1 − s/L)·R/a, which lies beyond w since R/a > w.
     """
-    rec, soft = stack.recurrent, stack.softmax
-    passes = 3 if rec.rule == "delta" else 2  # the delta rule also reads Sᵀk
-    state = passes * rec.heads * rec.key_dim * rec.value_dim
-    conv = rec.conv_channels * rec.conv_kernel  # the short convolution
-    read = soft.query_heads * (soft.key_dim + soft.value_dim)
-    return max(1, math.ceil((state + conv) / read))
+    share = stack.num_softmax / stack.num_layers  # s/L
+    window = stack.softmax.window  # w
+    ratio = stack.recurrent.step_macs() / stack.softmax.read_per_token()  # R/a
+    return share * window + (1 - share) * ratio
+
+
+def _short_windows(stack):
+    """Three windows shorter than the stack's R/a: 1, about a third of it, and its last whole
+    token below it."""
+    ratio = stack.recurrent.step_macs() / stack.softmax.read_per_token()
+    last = math.ceil(ratio) - 1  # the largest whole w < R/a
+    return sorted({1, max(1, last // 3), last})
 
 
 def _break_even_cases():
-    """The round stack, the presets' hybrids at 1 and 2 softmax layers per 4 (and none), odd
-    head counts with a convolution, and a stack cheaper than full attention from the first token."""
-    cases = [hybrid.round_stack()]
-    for make in (hybrid.qwen3_next_80b_a3b, hybrid.kimi_linear_48b_a3b, hybrid.minimax_text_01):
-        cases += [hybrid.interleave(make(), per_group, 4) for per_group in (1, 2)]
-    cases.append(hybrid.interleave(hybrid.kimi_linear_48b_a3b(), 0, 4))
-    cases.append(hybrid.LayerStack("odd additive", 7, (2, 5), hybrid.SoftmaxLayer.gqa(9, 3, 5, 7),
-                                   hybrid.RecurrentLayer(5, 3, 7, "additive", 11, 3)))
-    cases.append(hybrid.LayerStack("odd delta", 9, (4,), hybrid.SoftmaxLayer.gqa(15, 5, 11),
-                                   hybrid.RecurrentLayer(7, 13, 9, "delta", conv_channels=5, conv_kernel=4)))
-    cases.append(hybrid.LayerStack("tiny state", 3, (1,), hybrid.SoftmaxLayer.gqa(9, 3, 6),
-                                   hybrid.RecurrentLayer(1, 1, 1, "additive")))
-    return [{"stack": stack} for stack in cases]
+    """The round stack and the presets' hybrids at 1, 2 and 3 softmax layers per 4, and odd
+    shapes with a convolution and an additive rule, each windowed to three windows shorter than
+    its R/a."""
+    bases = [hybrid.round_stack(), hybrid.qwen3_next_80b_a3b(), hybrid.kimi_linear_48b_a3b(),
+             hybrid.minimax_text_01()]
+    stacks = [hybrid.interleave(base, per_group, 4) for base in bases for per_group in (1, 2, 3)]
+    stacks.append(hybrid.LayerStack("odd additive", 7, (2, 5), hybrid.SoftmaxLayer.gqa(9, 3, 5, 7),
+                                    hybrid.RecurrentLayer(5, 3, 7, "additive", 11, 3)))
+    stacks.append(hybrid.LayerStack("odd delta", 9, (4,), hybrid.SoftmaxLayer.gqa(15, 5, 11),
+                                    hybrid.RecurrentLayer(7, 13, 9, "delta", conv_channels=5,
+                                                          conv_kernel=4)))
+    return [{"stack": hybrid.windowed(stack, w)} for stack in stacks for w in _short_windows(stack)]
 
 
 def package_break_even(stack):
-    """The first whole context from hybrid.break_even_context, where the costs are equal."""
-    return max(1, math.ceil(hybrid.break_even_context(stack, hybrid.full_attention(stack), "flops")))
+    """hybrid.break_even_context of the windowed hybrid against its unwindowed twin (FLOPs)."""
+    return hybrid.break_even_context(stack, hybrid.full_attention(stack), "flops")
 
 
 def _check_break_even_context(answer):
-    check_function(answer, package_break_even, _break_even_cases(), rtol=0.0)
+    check_function(answer, package_break_even, _break_even_cases(), rtol=1e-9)
 
 
 # --- ch15.log_linear_states
@@ -280,7 +285,7 @@ def solution_traffic_break_even(stack, extra_weights):
     the softmax layer it replaces: an int.
 
     Per replaced layer: its state is read and written (2 n_S numbers) and
-    its extra weights read once (P), against c·N cached numbers read. One
+    its extra weights read once (P_extra), against c·N cached numbers read. One
     bytes-per-number multiplies every term, so it cancels.
     """
     state = stack.recurrent.state_numbers()  # n_S, convolution included
@@ -330,7 +335,7 @@ def _check_traffic_break_even(answer):
 EXERCISES = [
     Exercise("ch15.hybrid_kv_bytes", "The KV cache of a hybrid: ratio and context",
              "code", solution_hybrid_kv_bytes, _check_hybrid_kv_bytes),
-    Exercise("ch15.break_even_context", "From which context a hybrid decodes more cheaply",
+    Exercise("ch15.break_even_context", "The work break-even with a short window",
              "code", solution_break_even_context, _check_break_even_context),
     Exercise("ch15.log_linear_states", "How many level states log-linear attention holds",
              "code", solution_log_linear_states, _check_log_linear_states),
