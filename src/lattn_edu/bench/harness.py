@@ -78,8 +78,8 @@ def time_interleaved(calls: dict[str, Callable[[], Any]], estimates: dict[str, f
                      settings: Settings) -> dict[str, list[float]]:
     """Round by round, one timed call of every method: the methods share whatever the machine
     does meanwhile, so their ratios hold even when the absolute times drift. The order rotates
-    by one method each round, so no method always follows the same neighbour (torch's threads,
-    say, still spinning after its call) or always goes first."""
+    by one method each round, so no method always goes first; each still follows the same
+    neighbour (cyclically), whose threads may still be busy when it starts."""
     per_round = sum(estimates.values())
     rounds = int(np.clip(math.ceil(settings.shape_seconds / max(per_round, 1e-9)),
                          settings.min_rounds, settings.max_rounds))
