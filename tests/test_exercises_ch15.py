@@ -124,6 +124,25 @@ def test_break_even_slips_are_rejected(wrong):
         check("ch15.break_even_context", wrong)
 
 
+def test_break_even_refuses_the_package_function_and_restores_it():
+    """The exercise asks for the closed form: an answer that calls hybrid.break_even_context
+    (or cost_table, which calls it) is refused, and the function works again afterwards."""
+    def calls_the_package(stack):
+        return hybrid.break_even_context(stack, hybrid.full_attention(stack))
+
+    def calls_the_table(stack):
+        return hybrid.cost_table([stack])[0]["break_even_flops"]
+
+    original = hybrid.break_even_context
+    for answer in (calls_the_package, calls_the_table):
+        with pytest.raises(ExerciseFailed, match="raised RuntimeError: .*break_even_context.*switched off"):
+            check("ch15.break_even_context", answer)
+        assert hybrid.break_even_context is original
+    stack = ch15._break_even_cases()[0]["stack"]
+    assert hybrid.break_even_context(stack, hybrid.full_attention(stack)) == pytest.approx(
+        ch15.solution_break_even_context(stack))
+
+
 # --- ch15.log_linear_states
 
 def test_one_plus_popcount_counts_the_filled_levels_of_every_position_below_2048():

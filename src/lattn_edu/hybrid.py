@@ -14,7 +14,7 @@ them softmax, holds at context N (N_W = min(N, W), N without a window)
 DeepSeek's multi-head latent attention, MLA; :class:`RecurrentLayer`: the state's heads and
 sizes); :func:`kv_cache_bytes`, :func:`state_bytes`, :func:`decode_flops` and
 :func:`decode_bytes` count what it costs, and :func:`break_even_context` finds the context
-from which a hybrid decodes more cheaply than full attention. One head's counts come from
+from which a hybrid decodes more cheaply than its all-softmax twin (:func:`full_attention`). One head's counts come from
 :func:`lattn_edu.attention_cost` (chapter 1's KV cache N(d + d_v) and state m·d_v).
 
 The presets (:data:`PRESETS`) are the shipped hybrids Qwen3-Next-80B-A3B, Kimi Linear
@@ -378,7 +378,7 @@ def windowed(stack: LayerStack, window: int | None) -> LayerStack:
 
 
 def full_attention(stack: LayerStack) -> LayerStack:
-    """The full-attention baseline of the same shape: every layer softmax, no window."""
+    """The all-softmax twin of the same shape: every layer softmax, unwindowed (no window)."""
     stack = _check_stack(stack)
     if stack.softmax is None:
         raise ValueError(f"{stack.name} has no softmax layer description to build full attention from")

@@ -3,14 +3,14 @@
 A preset gives the shape of the layers (how many, their heads and head sizes): Qwen3-Next-80B-A3B,
 Kimi Linear 48B-A3B, MiniMax-Text-01, or a round 32-layer stack that is no shipped model. The
 controls lay that shape out again: how many of every 4 layers are softmax (1 or 2, the last
-of each group, :func:`lattn_edu.hybrid.interleave`), the softmax layers' window (full or 4,096
-tokens) and the context N at which the numbers are read.
+of each group, :func:`lattn_edu.hybrid.interleave`), the softmax layers' window (the option
+"full" is unwindowed, w = ∞; or 4,096 tokens) and the context N at which the numbers are read.
 
 Left: bytes held per sequence against the context, bf16: the KV cache, the recurrent state
 (flat) and their sum. Right: decode FLOPs per token (reading the cache, passing over the
 states; projections left out, :mod:`lattn_edu.hybrid`'s counting rule), with the break-even
-context from which the stack decodes more cheaply than full attention. On both, in grey, the
-same shape as full attention (every layer softmax) and as recurrent layers only, and, dotted,
+context from which the stack decodes more cheaply than its all-softmax twin. On both, in grey,
+the same shape as the twin (every layer softmax, unwindowed) and as recurrent layers only, and, dotted,
 the model as shipped. Every number is :mod:`lattn_edu.hybrid`'s; the axes never change, so a
 move redraws only the lines, two markers and the text.
 """
@@ -87,13 +87,13 @@ def compute_hybrid_memory(preset_name: str, softmax_per_4: int, window: Any, con
 def summary(result: dict[str, Any]) -> tuple[str, str, str]:
     """Three lines: the setting in words, then its memory and its decode work at the chosen context."""
     stack = result["stack"]
-    window = "full window" if result["window"] == "full" else f"window {result['window']:,}"
+    window = "unwindowed" if result["window"] == "full" else f"window {result['window']:,}"
     setting = (f"{result['preset']} shape, {result['softmax_per_4']} softmax in every {GROUP} layers "
                f"({stack.num_softmax} of {stack.num_layers}), {window}; at N = {result['context']:,} tokens:")
     memory = (f"KV cache {readable(result['kv'], 'B')} + state {readable(result['state'], 'B')} "
-              f"(full attention: KV cache {readable(result['full_kv'], 'B')})")
-    work = (f"decode {readable(result['flops'], 'FLOP')} per token (full attention "
-            f"{readable(result['full_flops'], 'FLOP')}); cheaper than full attention from N ≈ "
+              f"(all-softmax twin: KV cache {readable(result['full_kv'], 'B')})")
+    work = (f"decode {readable(result['flops'], 'FLOP')} per token (all-softmax twin "
+            f"{readable(result['full_flops'], 'FLOP')}); cheaper than the twin from N ≈ "
             f"{result['break_even']:,.0f} in work (in traffic, bytes moved: {result['break_even_bytes']:,.0f})")
     return setting, memory, work
 
@@ -177,6 +177,6 @@ class HybridMemoryExplorer(Explorer):
         artists["break_even"].set_visible(shown)
         artists["break_even"].set_xdata([crossing] * 2 if shown else [1, 1])
         artists["break_even_label"].set_x(crossing if shown else X_RANGE[0])
-        label = f" cheaper than full attention\n from N ≈ {crossing:,.0f}"
+        label = f" cheaper than the twin\n from N ≈ {crossing:,.0f}"
         artists["break_even_label"].set_text(label if shown else "")
         artists["title"].set_text("\n".join(summary(result)))
