@@ -95,15 +95,30 @@ def test_luck_chances_are_the_formula_s_counted_over_every_outcome():
     for stacks, seeds in ((4, 3), (3, 5), (5, 2)):
         assert ch16.chance_one_stack_first_on_every_seed(stacks, seeds) == pytest.approx(
             stacks * (1 / stacks) ** seeds)
-    assert list(ch16.LUCK_CHANCES) == pytest.approx([1 / 16, 1 / 81])
+    assert list(ch16.LUCK_CHANCES) == pytest.approx([1 / 16, 1 / 81, 1 / 36])
+
+
+def test_same_ranking_chances_are_the_formula_s_counted_over_every_outcome():
+    # S stacks on n seeds: S! orders, one of them on every seed: S! · (1/S!)^n
+    assert ch16.chance_same_ranking_on_every_seed(3, 3) == pytest.approx(1 / 36)
+    assert ch16.chance_same_ranking_on_every_seed(2, 3) == pytest.approx(
+        ch16.chance_one_stack_first_on_every_seed(2, 3))  # two stacks: first fixes the order
+    assert ch16.chance_same_ranking_on_every_seed(3, 1) == 1.0
+    assert ch16.chance_same_ranking_on_every_seed(4, 2) == pytest.approx(1 / 24)
 
 
 @pytest.mark.parametrize("wrong", [
-    [1 / 4**3, 1 / 3**5],  # a given stack, not any of them
-    [1 / 2**3, 1 / 2**5],  # a sweep's chance, not a first place
-    [3 * (1 / 3) ** 4, 5 * (1 / 5) ** 3],  # stacks and seeds swapped
-    [1 / 9, 1 / 9],  # the chapter's case copied
-], ids=["a given stack", "sweep", "swapped", "chapter's case"])
+    [1 / 4**3, 1 / 3**5, 1 / 6**3],  # a given stack or ranking, not any of them
+    [1 / 2**3, 1 / 2**5, 1 / 36],  # a 3-0 win's chance, not a first place
+    [3 * (1 / 3) ** 4, 5 * (1 / 5) ** 3, 1 / 36],  # stacks and seeds swapped
+    [1 / 9, 1 / 9, 1 / 9],  # the chapter's case copied
+    [1 / 16, 1 / 81, 1 / 9],  # (c) as "some stack first", not the full ranking
+], ids=["a given stack", "3-0 win", "swapped", "chapter's case", "first, not ranking"])
 def test_luck_slips_are_rejected(wrong):
     with pytest.raises(ExerciseFailed, match="wrong value"):
         check("ch16.luck_chance", wrong)
+
+
+def test_luck_without_part_c_is_rejected_by_its_shape():
+    with pytest.raises(ExerciseFailed, match="shape"):
+        check("ch16.luck_chance", [1 / 16, 1 / 81])  # the two numbers of (a) and (b) alone

@@ -1,6 +1,7 @@
 """Exercises for chapter 16 (how much softmax recall needs): the share of recall queries one
-sliding window can reach, the numbers a recall stack keeps after n tokens, and the chance that
-luck alone puts one stack first on every seed (the measured decode crossing is chapter 15's,
+sliding window can reach, the numbers a recall stack keeps after n tokens, and the chances that
+luck alone puts one stack first on every seed, or one full ranking on every seed (the measured
+decode crossing is chapter 15's,
 ``ch15.decode_crossing``; the language-model lab's exercises are chapter 17's).
 
 What each checker compares with (the package's own code, never the solutions):
@@ -8,8 +9,8 @@ What each checker compares with (the package's own code, never the solutions):
 - ``ch16.window_reach``: :func:`lattn_edu.recall.window_reach`; rtol 1e-12.
 - ``ch16.numbers_kept``: ``cache_floats(n)`` of a :class:`lattn_edu.recall.model.RecallModel`
   built with the layers named (its mixers' own counts); exact.
-- ``ch16.luck_chance``: the expected two numbers, each counted over every equally likely
-  outcome (one winner per seed) rather than from the formula; rtol 1e-6.
+- ``ch16.luck_chance``: the expected three numbers, each counted over every equally likely
+  outcome (one winner, or one ranking, per seed) rather than from the formula; rtol 1e-6.
 """
 
 from __future__ import annotations
@@ -119,9 +120,20 @@ def chance_one_stack_first_on_every_seed(stacks, seeds):
     return sum(len(set(winners)) == 1 for winners in outcomes) / len(outcomes)
 
 
-# four stacks on three seeds, then three stacks on five seeds
+def chance_same_ranking_on_every_seed(stacks, seeds):
+    """If every ranking of the stacks is equally likely on a seed, independently over seeds, the
+    chance that one full ranking (any of them) comes on every seed: counted over all
+    (stacks!)**seeds equally likely ways the rankings can fall, not from the formula."""
+    orders = list(itertools.permutations(range(stacks)))  # the ranking on one seed
+    outcomes = list(itertools.product(orders, repeat=seeds))  # the ranking on each seed
+    return sum(len(set(rankings)) == 1 for rankings in outcomes) / len(outcomes)
+
+
+# (a) four stacks on three seeds, (b) three stacks on five seeds, both "some stack first on
+# every seed"; (c) three stacks on three seeds, "the same full ranking on every seed"
 LUCK_CASES = ((4, 3), (3, 5))
-LUCK_CHANCES = np.array([chance_one_stack_first_on_every_seed(*case) for case in LUCK_CASES])
+LUCK_CHANCES = np.array([chance_one_stack_first_on_every_seed(*case) for case in LUCK_CASES]
+                        + [chance_same_ranking_on_every_seed(3, 3)])
 
 
 EXERCISES = [
@@ -129,6 +141,6 @@ EXERCISES = [
              "code", solution_window_reach, _check_window_reach),
     Exercise("ch16.numbers_kept", "What a recall stack keeps after n tokens",
              "code", solution_numbers_kept, _check_numbers_kept),
-    value_exercise("ch16.luck_chance", "The chance that luck alone puts one stack first on every seed",
+    value_exercise("ch16.luck_chance", "The chance that luck alone puts one stack first, or one ranking, on every seed",
                    LUCK_CHANCES, rtol=1e-6),
 ]
