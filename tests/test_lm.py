@@ -424,6 +424,11 @@ def test_the_plots_draw_each_seed_and_the_mean_at_the_best_rate():
     plt.close(fig)
     with pytest.raises(ValueError, match="relative_to"):
         plots.plot_position_bits(record, relative_to="kda")
+    # seed_lines=False: the top panel keeps only the means; the panel below keeps its seeds
+    fig = plots.plot_position_bits(record, relative_to="softmax", seed_lines=False)
+    assert sorted(line.get_label() for line in fig.axes[0].get_lines()) == ["hybrid (2)", "softmax (1)"]
+    assert len(fig.axes[1].get_lines()) == 1 + 1 + 1  # hybrid's paired seed, its mean, the zero line
+    plt.close(fig)
 
 
 def test_the_shipped_full_record_is_the_full_preset_finished():

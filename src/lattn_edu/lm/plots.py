@@ -58,11 +58,12 @@ def best_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]],
-          names: dict[str, str] | None = None) -> None:
-    """Thin lines for the seeds, a thick one (with markers) for their mean, labelled with the
-    model's name in ``names`` (its record key where ``names`` lacks it) and its seed count."""
+          names: dict[str, str] | None = None, seed_lines: bool = True) -> None:
+    """Thin lines for the seeds (unless ``seed_lines`` is False), a thick one (with markers) for
+    their mean, labelled with the model's name in ``names`` (its record key where ``names``
+    lacks it) and its seed count."""
     colour, line, marker = LAB_STYLES.get(model, LM_STYLES[model])
-    for curve in curves:
+    for curve in curves if seed_lines else ():
         ax.plot(x, curve, ls=line, color=colour, lw=0.6, alpha=0.5)
     ax.plot(x, np.mean(curves, axis=0), ls=line, color=colour, lw=2, marker=marker, markersize=5,
             label=f"{display_name(model, names)} ({len(curves)})")
@@ -87,14 +88,17 @@ def plot_validation(record: dict[str, Any], first_step: int = 100,
 
 
 def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = None,
-                       relative_to: str | None = None) -> Any:
+                       relative_to: str | None = None, seed_lines: bool = True) -> Any:
     """Validation bits per character by position in the context, in blocks: how much each model
     gains from the characters before (falling lines: it uses the far context). ``names`` maps
     record keys to the legend's names (a key it lacks is shown as is).
 
     ``relative_to``, a model in the record, adds a second panel below: each other model's bits
     by block minus that model's run on the same seed (thin lines), and their mean (thick), so
-    what every model shares, such as a harder passage, cancels."""
+    what every model shares, such as a harder passage, cancels.
+
+    ``seed_lines=False`` leaves the seeds' thin lines out of the top panel (eight models'
+    means stay readable there); the panel below keeps them."""
     import matplotlib.pyplot as plt
 
     block = record["config"]["position_block"]
@@ -108,7 +112,7 @@ def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = No
     for model, runs in best.items():
         curves = [r["position_bits"] for r in runs]
         starts = block * np.arange(len(curves[0]))
-        _draw(ax, model, starts + block / 2, curves, names)
+        _draw(ax, model, starts + block / 2, curves, names, seed_lines)
     ax.set(xlabel=f"position in the context (blocks of {block} characters)",
            ylabel="validation bits per character",
            title="after training; (n): number of seeds")
