@@ -319,6 +319,25 @@ def test_plots_of_the_record_name_lines_as_the_chapter_does_with_legends_off_the
             plt.close(fig)
 
 
+def test_the_decoding_figure_names_its_lines_state_and_kv_cache():
+    """Chapter 9 calls the two decoding steps "the state" and "the KV cache": so does the legend,
+    one line of each per head width, and no class name of the package."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    record = bench.load_results()
+    fig = bench.plot_decode(record)
+    try:
+        texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        dims = sorted({r["d"] for r in record["decode"]})
+        assert texts == [f"{name}, d = {d}" for d in dims for name in ("state", "KV cache")]
+        assert not any("State" in t or "Cache" in t for t in texts)  # no class name
+    finally:
+        plt.close(fig)
+
+
 def _sweep_row(family, d, over_best):
     return {"family": family, "d": d, "over_best": {f"peer c{c}": r for c, r in over_best.items()} | {"ours c32": 1.0}}
 

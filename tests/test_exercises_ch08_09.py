@@ -150,6 +150,24 @@ def test_steady_level_is_asked_at_0_99_and_matches_retention():
     assert level / one_term == pytest.approx(ch08.steady_rms_level(0.99), rel=0.05)
 
 
+# chapter 9: the chunk step
+
+
+def test_chunk_step_solution_passes_and_the_package_is_switched_off_while_checked():
+    check("ch09.chunk_step", ch09.solution_chunk_step)
+
+    def through_the_package(q_c, k_c, v_c, state, normaliser):  # right values, not written out
+        out, (after, normaliser_after) = la.linear_attention(
+            q_c, k_c, v_c, feature_map="identity", causal=True, form="recurrent", eps=0.0,
+            initial_state=(state, normaliser), return_state=True)
+        return out, after, normaliser_after
+
+    with pytest.raises(ExerciseFailed, match="switched off"):
+        check("ch09.chunk_step", through_the_package)
+    q = np.ones((1, 3, 2))
+    assert la.linear_attention(q, q, q, causal=True).shape == (1, 3, 2)  # restored afterwards
+
+
 # chapter 9: the roofline
 
 

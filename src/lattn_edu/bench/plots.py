@@ -168,18 +168,22 @@ def plot_times(record: dict, highlight: Iterable[str] | None = TIMES_ARGUED) -> 
     return fig
 
 
+# The decoding figure's lines: the record's method, its line style and its legend name.
+DECODE_LINES = {"LinearAttentionState.step": ("-", "state"), "SoftmaxKVCache.step": ("--", "KV cache")}
+
+
 def plot_decode(record: dict) -> Any:
-    """Per-token decoding time against the number of tokens already seen (log-log)."""
+    """Per-token decoding time against the number of tokens already seen (log-log), the lines
+    named as chapter 9 names them (:data:`DECODE_LINES`: "state", "KV cache")."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    styles = {"LinearAttentionState.step": "-", "SoftmaxKVCache.step": "--"}
     for i, d in enumerate(sorted({r["d"] for r in record["decode"]})):
-        for method, line in styles.items():
+        for method, (line, name) in DECODE_LINES.items():
             mine = sorted((r for r in record["decode"] if r["d"] == d and r["method"] == method),
                           key=lambda r: r["n"])
             ax.loglog([r["n"] for r in mine], [1e6 * r["median_s"] for r in mine], line, marker="o",
-                      color=f"C{i}", label=f"{method.split('.')[0]}, d = {d}", ms=4)
+                      color=f"C{i}", label=f"{name}, d = {d}", ms=4)
     ax.set(xlabel="tokens already seen N", ylabel="time per decoded token (µs, median)",
            title="Decoding: fixed state vs growing KV cache")
     ax.legend(fontsize=7)
