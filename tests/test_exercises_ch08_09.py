@@ -171,13 +171,14 @@ def test_chunk_step_solution_passes_and_the_package_is_switched_off_while_checke
 # chapter 9: the roofline
 
 
-@pytest.mark.parametrize("c, m, d_v", [(64, 128, 128), (1, 8, 8), (37, 16, 48), (5, 3, 7)])
-def test_bytes_per_token_is_a_literal_count_of_one_chunk_loop(c, m, d_v):
-    assert ch09.solution_bytes_per_token(c, m, d_v) == pytest.approx(ch09._counted_bytes_per_token(c, m, d_v))
+@pytest.mark.parametrize("chunk, m, d_v", [(64, 128, 128), (1, 8, 8), (37, 16, 48), (5, 3, 7)])
+def test_bytes_per_token_is_a_literal_count_of_one_chunk_loop(chunk, m, d_v):
+    assert ch09.solution_bytes_per_token(chunk, m, d_v) == pytest.approx(
+        ch09._counted_bytes_per_token(chunk, m, d_v))
 
 
 def test_bytes_per_token_rejects_moving_the_state_every_token():
-    def state_every_token(c, m, d_v):
+    def state_every_token(chunk, m, d_v):
         return 4 * (2 * m + 2 * d_v + 2 * m * d_v)
 
     with pytest.raises(ExerciseFailed, match="wrong value"):

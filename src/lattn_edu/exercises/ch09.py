@@ -59,11 +59,11 @@ def multiply_adds_per_number(a: int, b: int, c: int) -> float:
     return a * b * c / (a * b + b * c + a * c)
 
 
-def solution_bytes_per_token(c, m, d_v):
+def solution_bytes_per_token(chunk, m, d_v):
     """Main-memory bytes per token of the chunkwise form in float32 when the state does not stay
     in fast memory between chunks: every token's q, k (m each) and v (d_v) are read and its
-    output (d_v) written once; the state S (m × d_v) is read and written once per chunk of c."""
-    return 4 * (2 * m + 2 * d_v + 2 * m * d_v / c)
+    output (d_v) written once; the state S (m × d_v) is read and written once per chunk."""
+    return 4 * (2 * m + 2 * d_v + 2 * m * d_v / chunk)
 
 
 def flops_per_byte(c: int, m: int, d_v: int) -> float:
@@ -81,20 +81,20 @@ def smallest_chunk_reaching(balance: float, m: int, d_v: int) -> int:
 
 
 def _bytes_cases():
-    return [{"c": 64, "m": 128, "d_v": 128}, {"c": 1, "m": 64, "d_v": 64},  # C = 1: the recurrent form
-            {"c": 37, "m": 16, "d_v": 48}, {"c": 256, "m": 128, "d_v": 64}]
+    return [{"chunk": 64, "m": 128, "d_v": 128}, {"chunk": 1, "m": 64, "d_v": 64},  # C = 1: recurrent
+            {"chunk": 37, "m": 16, "d_v": 48}, {"chunk": 256, "m": 128, "d_v": 64}]
 
 
-def _counted_bytes_per_token(c, m, d_v):
+def _counted_bytes_per_token(chunk, m, d_v):
     """The bytes counted rather than derived: walk seven chunks of float32 arrays and add up
     what each chunk reads and writes (q, k, v in, the output out, the state in and out)."""
-    n = 7 * c
+    n = 7 * chunk
     q, k = np.zeros((2, n, m), dtype=np.float32)
     v = np.zeros((n, d_v), dtype=np.float32)
     state = np.zeros((m, d_v), dtype=np.float32)  # [m, d_v]
     moved = 0
-    for start in range(0, n, c):
-        q_c, k_c, v_c = q[start:start + c], k[start:start + c], v[start:start + c]
+    for start in range(0, n, chunk):
+        q_c, k_c, v_c = q[start:start + chunk], k[start:start + chunk], v[start:start + chunk]
         moved += q_c.nbytes + k_c.nbytes + v_c.nbytes + v_c.nbytes  # the output has v_c's shape
         moved += 2 * state.nbytes
     return moved / n
