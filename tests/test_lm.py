@@ -431,6 +431,55 @@ def test_the_plots_draw_each_seed_and_the_mean_at_the_best_rate():
     plt.close(fig)
 
 
+def test_the_final_bits_plot_draws_each_model_s_mean_range_and_seeds_best_at_the_top():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lattn_edu.lm import plots
+
+    record = {"runs": [fake_run("hybrid", 1e-2, 0, 2.0), fake_run("hybrid", 1e-2, 1, 2.4),
+                       fake_run("hybrid", 3e-3, 0, 3.0),  # the worse rate: left out
+                       fake_run("softmax", 1e-2, 0, 2.5), fake_run("softmax", 1e-2, 1, 2.7),
+                       fake_run("kda", 1e-2, 0, 2.1)]}
+    fig = plots.plot_final_bits(record, names={"hybrid": "1-in-4 hybrid"},
+                                groups=[("kda", "hybrid"), ("softmax",)])
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["kda", "1-in-4 hybrid", "softmax"]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # row 0, the best mean, at the top
+    lines = ax.get_lines()
+    ranges = [line for line in lines if line.get_linestyle() == "-"]
+    assert [list(line.get_xdata()) for line in ranges] == [[2.1, 2.1], [2.0, 2.4], [2.5, 2.7]]
+    ticks = [line for line in lines if line.get_marker() == "|"]
+    assert [list(line.get_xdata()) for line in ticks] == [[2.1], [2.0, 2.4], [2.5, 2.7]]
+    means = [line for line in lines if line.get_linestyle() == "None" and line.get_marker() != "|"]
+    assert [line.get_xdata()[0] for line in means] == pytest.approx([2.1, 2.2, 2.6])
+    assert [list(line.get_ydata()) for line in means] == [[0], [1], [2]]
+    assert sorted(t.get_text().strip() for t in ax.texts) == ["group 1", "group 2"]
+    assert len(ax.patches) == 2  # one shaded band per group
+    plt.close(fig)
+    for groups in ([("kda", "mamba2")], [("kda", "hybrid"), ("kda",)]):  # unknown; named twice
+        with pytest.raises(ValueError, match="groups must name models of the record"):
+            plots.plot_final_bits(record, groups=groups)
+    plt.close("all")
+
+
+def test_the_lab_figures_can_leave_the_seed_counts_out_of_their_legends():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lattn_edu.lm import plots
+
+    lab = lm.recorded("full")
+    for fig in (plots.plot_validation(lab, seed_counts=False),
+                plots.plot_position_bits(lab, relative_to="sliding_window", seed_counts=False)):
+        texts = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert len(texts) == 8 and "softmax" in texts and not any("(" in t for t in texts)
+        assert all("(n)" not in ax.get_title() for ax in fig.axes)
+        plt.close(fig)
+
+
 def test_the_shipped_full_record_is_the_full_preset_finished():
     """What chapter 15 reads: every model on every seed, each run with every field."""
     record = lm.recorded("full")

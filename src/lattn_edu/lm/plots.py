@@ -1,6 +1,6 @@
-"""The plots of a language-model lab record (chapter 17): validation bits against steps, the
-loss by position in the context, and (from benchmarks/lm_decode.py's record, chapter 15's
-clock) decode time.
+"""The plots of a language-model lab record (chapter 17): validation bits against steps, each
+model's final bits with its seeds' range, the loss by position in the context, and (from
+benchmarks/lm_decode.py's record, chapter 15's clock) decode time.
 
 Each ``plot_*`` takes a lab record (as :func:`.lab.recorded` returns it) and returns a matplotlib
 Figure. Every model is drawn at its best learning rate, the one :func:`.lab.summarise` picks;
@@ -58,37 +58,40 @@ def best_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]],
-          names: dict[str, str] | None = None, seed_lines: bool = True) -> None:
+          names: dict[str, str] | None = None, seed_lines: bool = True, seed_counts: bool = True) -> None:
     """Thin lines for the seeds (unless ``seed_lines`` is False), a thick one (with markers) for
     their mean, labelled with the model's name in ``names`` (its record key where ``names``
-    lacks it) and its seed count."""
+    lacks it) and, unless ``seed_counts`` is False, its seed count in brackets."""
     colour, line, marker = LAB_STYLES.get(model, LM_STYLES[model])
     for curve in curves if seed_lines else ():
         ax.plot(x, curve, ls=line, color=colour, lw=0.6, alpha=0.5)
+    label = display_name(model, names) + (f" ({len(curves)})" if seed_counts else "")
     ax.plot(x, np.mean(curves, axis=0), ls=line, color=colour, lw=2, marker=marker, markersize=5,
-            label=f"{display_name(model, names)} ({len(curves)})")
+            label=label)
 
 
 def plot_validation(record: dict[str, Any], first_step: int = 100,
-                    names: dict[str, str] | None = None) -> Any:
+                    names: dict[str, str] | None = None, seed_counts: bool = True) -> Any:
     """Validation bits per character against training step (from ``first_step``: step 0 is the
     untrained model's log2 of the vocabulary, which would squash the rest). ``names`` maps record
-    keys to the legend's names (a key it lacks is shown as is)."""
+    keys to the legend's names (a key it lacks is shown as is); ``seed_counts=False`` leaves
+    each name's "(n)", its count of seeds, out of the legend and the title."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
     for model, runs in best_runs(record).items():
         points = [p for p in runs[0]["validation"] if p["step"] >= first_step]
         curves = [[p["bits"] for p in r["validation"] if p["step"] >= first_step] for r in runs]
-        _draw(ax, model, np.array([p["step"] for p in points]), curves, names)
+        _draw(ax, model, np.array([p["step"] for p in points]), curves, names, seed_counts=seed_counts)
     ax.set(xlabel="training step", ylabel="validation bits per character",
-           title="mean over seeds (thick) and each seed (thin); (n): seeds")
+           title="mean over seeds (thick) and each seed (thin)" + ("; (n): seeds" if seed_counts else ""))
     fig.legend(loc="outside right upper", fontsize=8)
     return fig
 
 
 def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = None,
-                       relative_to: str | None = None, seed_lines: bool = True) -> Any:
+                       relative_to: str | None = None, seed_lines: bool = True,
+                       seed_counts: bool = True) -> Any:
     """Validation bits per character by position in the context, in blocks: how much each model
     gains from the characters before (falling lines: it uses the far context). ``names`` maps
     record keys to the legend's names (a key it lacks is shown as is).
@@ -98,7 +101,8 @@ def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = No
     what every model shares, such as a harder passage, cancels.
 
     ``seed_lines=False`` leaves the seeds' thin lines out of the top panel (eight models'
-    means stay readable there); the panel below keeps them."""
+    means stay readable there); the panel below keeps them. ``seed_counts=False`` leaves each
+    name's "(n)", its count of seeds, out of the legend and the title."""
     import matplotlib.pyplot as plt
 
     block = record["config"]["position_block"]
@@ -112,10 +116,10 @@ def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = No
     for model, runs in best.items():
         curves = [r["position_bits"] for r in runs]
         starts = block * np.arange(len(curves[0]))
-        _draw(ax, model, starts + block / 2, curves, names, seed_lines)
+        _draw(ax, model, starts + block / 2, curves, names, seed_lines, seed_counts)
     ax.set(xlabel=f"position in the context (blocks of {block} characters)",
            ylabel="validation bits per character",
-           title="after training; (n): number of seeds")
+           title="after training" + ("; (n): number of seeds" if seed_counts else ""))
     if relative_to is not None:
         below = axes[1, 0]
         reference = {r["seed"]: np.asarray(r["position_bits"]) for r in best[relative_to]}
@@ -126,12 +130,55 @@ def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = No
                       if r["seed"] in reference]  # paired by seed
             if curves:
                 starts = block * np.arange(len(curves[0]))
-                _draw(below, model, starts + block / 2, curves, names)
+                _draw(below, model, starts + block / 2, curves, names, seed_counts=seed_counts)
         below.axhline(0, color="gray", lw=0.8)
         below.set(xlabel=ax.get_xlabel(),
                   ylabel=f"minus {display_name(relative_to, names)} (bits)")
         ax.set(xlabel="")  # the shared axis is labelled once, below
     fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8)
+    return fig
+
+
+def plot_final_bits(record: dict[str, Any], names: dict[str, str] | None = None,
+                    groups: list[tuple[str, ...]] | tuple[tuple[str, ...], ...] | None = None) -> Any:
+    """Each model's final validation bits per character, best at the top: a dot at the mean
+    over seeds, a line across the seeds' range (lowest to highest) and a tick at each seed's
+    bits. ``names`` maps record keys to the axis's names (a key it lacks is shown as is).
+
+    ``groups``, a sequence of tuples of models, shades each group's rows, alternately grey and
+    white, and labels them "group 1", "group 2", ... at the right; every model of a group must
+    be in the record, and no model in two groups."""
+    import matplotlib.pyplot as plt
+
+    rows = sorted(summarise(record), key=lambda r: r["bits"])
+    models = [r["model"] for r in rows]
+    place = {m: i for i, m in enumerate(models)}  # row 0 at the top
+    if groups is not None:
+        listed = [m for group in groups for m in group]
+        unknown = [m for m in listed if m not in place]
+        if unknown or len(set(listed)) != len(listed):
+            raise ValueError(f"groups must name models of the record ({', '.join(models)}), each "
+                             f"once; got {groups!r}")
+    best = best_runs(record)
+    fig, ax = plt.subplots(figsize=(7.2, 0.45 * len(rows) + 1.2), layout="constrained")
+    for shade, group in enumerate(groups or ()):
+        rows_of = [place[m] for m in group]
+        ax.axhspan(min(rows_of) - 0.5, max(rows_of) + 0.5, color="0.9" if shade % 2 == 0 else "white",
+                   zorder=0)
+        ax.text(1.0, (min(rows_of) + max(rows_of)) / 2, f" group {shade + 1}", va="center",
+                ha="left", fontsize=8, transform=ax.get_yaxis_transform())
+    for row in rows:
+        model, y = row["model"], place[row["model"]]
+        colour, _, marker = LAB_STYLES.get(model, LM_STYLES[model])
+        ax.plot([row["min"], row["max"]], [y, y], color=colour, lw=2, solid_capstyle="butt", zorder=2)
+        seeds = [r["final_bits"] for r in best[model]]
+        ax.plot(seeds, [y] * len(seeds), ls="none", marker="|", color=colour, markersize=10, zorder=3)
+        ax.plot([row["bits"]], [y], ls="none", marker=marker, color=colour, markersize=9, zorder=4,
+                markeredgecolor="white")
+    ax.set_yticks(range(len(models)), [display_name(m, names) for m in models])
+    ax.set_ylim(len(models) - 0.5, -0.5)  # best at the top
+    ax.set(xlabel="validation bits per character at the last step",
+           title="mean over seeds (marker), each seed (tick) and their range (line)")
     return fig
 
 
