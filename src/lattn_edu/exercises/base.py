@@ -171,21 +171,26 @@ def code_exercise(id: str, title: str, solution: Callable[..., Any],
 
 @contextlib.contextmanager
 def _package_switched_off(names: tuple[str, ...]):
-    """Replace ``lattn_edu.<name>`` for each name by a function that refuses, then restore."""
-    import lattn_edu
+    """Replace ``lattn_edu.<name>`` for each name (``"hybrid.break_even_context"`` reaches into a
+    module) by a function that refuses, then restore."""
+    import importlib
 
     def refuse(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError(f"this exercise asks you to write it yourself with numpy; "
+        raise RuntimeError(f"this exercise asks you to write it yourself; "
                            f"lattn_edu.{' / '.join(names)} is switched off while it is checked")
 
-    saved = {name: getattr(lattn_edu, name) for name in names}
+    def owner(name: str) -> tuple[Any, str]:
+        module, _, attribute = f"lattn_edu.{name}".rpartition(".")
+        return importlib.import_module(module), attribute
+
+    saved = {name: getattr(*owner(name)) for name in names}
     for name in names:
-        setattr(lattn_edu, name, refuse)
+        setattr(*owner(name), refuse)
     try:
         yield
     finally:
         for name, original in saved.items():
-            setattr(lattn_edu, name, original)
+            setattr(*owner(name), original)
 
 
 def without_package(answer: Any, *names: str) -> Any:

@@ -31,7 +31,6 @@ What each checker compares with (the package's own counts, never the solutions):
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 
@@ -41,7 +40,7 @@ from .. import hybrid
 from ..lm.decode import crossing_context
 from ..log_linear import fenwick_levels, levels_needed
 from ..records import load_record
-from .base import Exercise, check_function
+from .base import Exercise, check_function, without_package
 
 # --- ch15.hybrid_kv_bytes
 
@@ -135,37 +134,8 @@ def package_break_even(stack):
     return hybrid.break_even_context(stack, hybrid.full_attention(stack), "flops")
 
 
-@contextlib.contextmanager
-def _break_even_switched_off():
-    """hybrid.break_even_context raises while the answer runs; restored after."""
-    def refuse(*args, **kwargs):
-        raise RuntimeError("this exercise asks for the closed form; hybrid.break_even_context "
-                           "is switched off while it is checked")
-
-    saved = hybrid.break_even_context
-    hybrid.break_even_context = refuse
-    try:
-        yield
-    finally:
-        hybrid.break_even_context = saved
-
-
-def without_break_even(answer):
-    """``answer`` wrapped so that it runs with hybrid.break_even_context switched off (the
-    checker's reference runs before it, outside); a non-function is returned unchanged."""
-    if not callable(answer):
-        return answer
-
-    def wrapped(**kwargs):
-        with _break_even_switched_off():
-            return answer(**kwargs)
-
-    wrapped.__name__ = getattr(answer, "__name__", "your function")
-    return wrapped
-
-
 def _check_break_even_context(answer):
-    check_function(without_break_even(answer), package_break_even, _break_even_cases(), rtol=1e-9)
+    check_function(without_package(answer, "hybrid.break_even_context"), package_break_even, _break_even_cases(), rtol=1e-9)
 
 
 # --- ch15.log_linear_states
