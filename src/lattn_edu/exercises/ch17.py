@@ -24,10 +24,11 @@ from .base import Exercise, check_function
 def solution_bits_per_character(losses, lengths):
     """The lab's validation bits per character: a float.
 
-    losses[b, t] is the loss −ln p, in nats, of the character at position
-    t of context b; only the first lengths[b] positions of context b are
-    scored (the rest is padding). Every scored character weighs the same:
-    take the mean over all of them, then turn nats into bits (divide by ln 2).
+    losses[b, t] is the loss −ln p, in nats, of the character that follows
+    position t of context b (predicted from positions 0..t); only the first
+    lengths[b] positions of context b are scored (the rest is padding).
+    Every scored character weighs the same: take the mean over all of them,
+    then turn nats into bits (divide by ln 2).
     """
     total = sum(float(np.sum(losses[b, :n])) for b, n in enumerate(lengths))
     return total / sum(lengths) / math.log(2)
