@@ -33,10 +33,11 @@ Counting rule for the decode work of one token (:func:`decode_macs`), in multipl
   also reads Sᵀk before writing), plus channels · kernel for the short convolution;
 - left out: the multiply of the state by a gated rule's decay (one more per state entry,
   which would raise the recurrent count), the projections (q, k, v, gates, output), the
-  softmax's exponentials and the feed-forward and MoE blocks, which do not depend on N. The projections differ between the
-  two kinds of layer by a fixed amount per layer, which would add to each replaced layer's
-  cost: the counts here are the mixers' alone. :func:`qwen3_next_projection_weights` counts
-  that difference for Qwen3-Next from its configuration.
+  softmax's exponentials and the feed-forward and MoE blocks, which do not depend on N. The
+  projections differ between the two kinds of layer by a fixed amount per layer, which would
+  add to each replaced layer's cost: the counts here are the mixers' alone.
+  :func:`qwen3_next_projection_weights` counts that difference for Qwen3-Next from its
+  configuration.
 
 FLOPs are twice the multiply–adds. Bytes are bf16 by default (``dtype``); serving stacks
 may keep the recurrent state in float32, which ``state_bytes(stack, "float32")`` counts.

@@ -34,13 +34,12 @@ from .summary import (control_spread, crossovers, decode_summary, firmly_faster_
                       softmax_over_ours, targets)
 
 __all__ = [
-    "BATCH_HEADS", "CONTROL", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR", "OUR_CHUNK", "OURS",
-    "PEER", "PEER_CHUNK", "PEER_COMPILED",
-    "GATED_PLOTS", "PLOTS", "QUICK", "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments",
-    "check_correctness", "control_spread",
-    "crossovers", "decode_summary", "firmly_faster_from", "kernel_macs_per_token", "linear_flops", "load_results", "measure_sgemm",
-    "peer_chunk_size", "per_shape_summary", "plot_decode", "plot_gated_ratios", "plot_ratio", "plot_throughput",
-    "plot_times",
-    "report", "run", "run_family", "sgemm_call", "softmax_flops", "softmax_over_ours", "targets", "time_interleaved",
-    "time_once", "timed_methods", "write_csv",
+    "BATCH_HEADS", "CONTROL", "CSV_FIELDS", "EPS", "FAMILIES", "FULL", "GATED", "KERNEL", "LINEAR",
+    "OUR_CHUNK", "OURS", "PEER", "PEER_CHUNK", "PEER_COMPILED", "GATED_PLOTS", "PLOTS", "QUICK",
+    "SOFTMAX_OURS", "SOFTMAX_SDPA", "Family", "OtherLoad", "Settings", "add_arguments", "check_correctness",
+    "control_spread", "crossovers", "decode_summary", "firmly_faster_from", "kernel_macs_per_token",
+    "linear_flops", "load_results", "measure_sgemm", "peer_chunk_size", "per_shape_summary", "plot_decode",
+    "plot_gated_ratios", "plot_ratio", "plot_throughput", "plot_times", "report", "run", "run_family",
+    "sgemm_call", "softmax_flops", "softmax_over_ours", "targets", "time_interleaved", "time_once",
+    "timed_methods", "write_csv",
 ]

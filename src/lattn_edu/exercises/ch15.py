@@ -1,7 +1,7 @@
 """Exercises for chapter 15 (hybrids, log-linear attention, sliding windows): the KV cache of a
 hybrid as a function of its ratio and the context, the context from which a hybrid whose softmax
-layers have a short window decodes with fewer multiply–adds than full attention, how many Fenwick level states log-linear attention
-holds after a token, the sliding window whose cache weighs as much as one recurrent state, the
+layers have a short window decodes with fewer multiply–adds than full attention, how many
+Fenwick level states log-linear attention holds after a token, the sliding window whose cache weighs as much as one recurrent state, the
 context at which one measured decode time overtakes another (the clock's crossing), and the
 batch-1 traffic break-even with the projection weights counted.
 
@@ -135,7 +135,8 @@ def package_break_even(stack):
 
 
 def _check_break_even_context(answer):
-    check_function(without_package(answer, "hybrid.break_even_context"), package_break_even, _break_even_cases(), rtol=1e-9)
+    check_function(without_package(answer, "hybrid.break_even_context"), package_break_even,
+                   _break_even_cases(), rtol=1e-9)
 
 
 # --- ch15.log_linear_states
@@ -208,6 +209,20 @@ def _window_cases():
     return [dict(zip(names, shape)) for shape in shapes]
 
 
+def _first_whole(holds):
+    """The smallest whole n >= 1 with holds(n), for a ``holds`` that stays true once true: by
+    doubling, then bisection."""
+    if holds(1):
+        return 1
+    low, high = 1, 2  # not holds(low); high is to be tried
+    while not holds(high):
+        low, high = high, 2 * high
+    while high - low > 1:  # not holds(low), holds(high)
+        middle = (low + high) // 2
+        low, high = (low, middle) if holds(middle) else (middle, high)
+    return high
+
+
 def package_matching_window(heads, d_k, d_v, kv_heads, head_dim):
     """The largest W with kv_cache_bytes(window W, at context W) <= state_bytes, by bisection."""
     state = hybrid.state_bytes(hybrid.LayerStack("one recurrent layer", 1, (), None, hybrid.RecurrentLayer(
@@ -215,18 +230,10 @@ def package_matching_window(heads, d_k, d_v, kv_heads, head_dim):
     softmax = hybrid.SoftmaxLayer.gqa(query_heads=kv_heads, kv_heads=kv_heads, head_dim=head_dim)
     layer = hybrid.LayerStack("one softmax layer", 1, (0,), softmax, None)
 
-    def fits(window):
-        return hybrid.kv_cache_bytes(hybrid.windowed(layer, window), window) <= state
+    def too_big(window):
+        return hybrid.kv_cache_bytes(hybrid.windowed(layer, window), window) > state
 
-    if not fits(1):
-        return 0
-    low, high = 1, 2  # fits(low), and high is to be tried
-    while fits(high):
-        low, high = high, 2 * high
-    while high - low > 1:  # fits(low), not fits(high)
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    return low
+    return _first_whole(too_big) - 1
 
 
 def _check_window_matching_state(answer):
@@ -318,15 +325,7 @@ def package_traffic_break_even(stack, extra_weights, dtype="bfloat16"):
     def no_more(n):
         return hybrid.decode_bytes(stack, n, dtype) + extra <= hybrid.decode_bytes(full, n, dtype)
 
-    if no_more(1):
-        return 1
-    low, high = 1, 2  # not no_more(low); high is to be tried
-    while not no_more(high):
-        low, high = high, 2 * high
-    while high - low > 1:  # not no_more(low), no_more(high)
-        middle = (low + high) // 2
-        low, high = (low, middle) if no_more(middle) else (middle, high)
-    return high
+    return _first_whole(no_more)
 
 
 def _check_traffic_break_even(answer):
