@@ -388,6 +388,8 @@ def test_the_control_spread_is_the_largest_ratio_of_ours_to_itself():
     rows += [{"method": bench.KERNEL, "d": 64, "n": 256, "status": "ok", "median_s": 2.5}]
     spread = bench.control_spread(rows)
     assert spread["max"] == pytest.approx(2.5 / 1.9) and spread["at"] == (64, 256)
+    assert spread["by_shape"] == pytest.approx({(64, 128): 1.1, (64, 256): 2.5 / 1.9, (64, 512): 1.15})
+    assert spread["slowest"] == {(64, 128): bench.CONTROL, (64, 256): bench.KERNEL, (64, 512): bench.CONTROL}
     with pytest.raises(ValueError, match="control"):
         bench.control_spread([r for r in rows if r["method"] not in (bench.CONTROL, bench.KERNEL)])
 

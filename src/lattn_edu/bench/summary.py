@@ -87,26 +87,25 @@ def crossovers(rows: list[dict], dims: tuple[int, ...]) -> list[dict]:
 def control_spread(rows: list[dict]) -> dict:
     """The run's noise, from its controls: our kernel timed three times in every round, as the
     chunkwise form (``OURS``), as the causal parallel form (``CONTROL``), which runs the same
-    kernel, and called directly (``KERNEL``, without the argument checks). At each (d, N), the
-    slowest of these medians over the fastest; the largest of these spreads is the noise a
-    difference between two methods must exceed to count.
+    kernel, and called directly (``KERNEL``, without the argument checks). At each (d, N) where
+    ours and a control were timed, the slowest of these medians over the fastest; the largest of
+    these spreads is the noise a difference between two methods must exceed to count.
 
-    Returns {"max": the largest spread, "at": (d, N) where it was, "median": the median spread}.
+    Returns {"max": the largest spread, "at": (d, N) where it was, "median": the median spread,
+    "by_shape": {(d, N): spread}, "slowest": {(d, N): the method with the slowest median}}.
     """
-    spreads = []
+    timed: dict[tuple[int, int], dict[str, float]] = {}  # (d, N) -> {method: median seconds}
     for r in rows:
-        if r["method"] != OURS or r["status"] != "ok":
-            continue
-        twins = [p["median_s"] for p in rows if p["method"] in (CONTROL, KERNEL) and p["status"] == "ok"
-                 and (p["d"], p["n"]) == (r["d"], r["n"])]
-        if twins:
-            times = [r["median_s"], *twins]
-            spreads.append((max(times) / min(times), (r["d"], r["n"])))
-    if not spreads:
+        if r["method"] in (OURS, CONTROL, KERNEL) and r["status"] == "ok":
+            timed.setdefault((r["d"], r["n"]), {})[r["method"]] = r["median_s"]
+    shapes = {dn: times for dn, times in timed.items() if OURS in times and len(times) > 1}
+    if not shapes:
         raise ValueError("rows must hold the chunkwise form and a control (the parallel form or the "
                          "kernel called directly) timed at some common (d, N); got none")
-    largest, at = max(spreads)
-    return {"max": largest, "at": at, "median": float(np.median([s for s, _ in spreads]))}
+    by_shape = {dn: max(times.values()) / min(times.values()) for dn, times in shapes.items()}
+    at = max(by_shape, key=by_shape.get)
+    return {"max": by_shape[at], "at": at, "median": float(np.median(list(by_shape.values()))),
+            "by_shape": by_shape, "slowest": {dn: max(times, key=times.get) for dn, times in shapes.items()}}
 
 
 def softmax_over_ours(rows: list[dict], softmax: str, d: int) -> dict[int, float]:
