@@ -13,7 +13,8 @@ from matplotlib.legend import Legend
 from lattn_edu import explorers, hybrid
 from lattn_edu.explorers.base import moving_artists
 from lattn_edu.explorers.hybrid_memory import (CONTEXTS, PRESET_NAMES, ROUND, X_RANGE, HybridMemoryExplorer,
-                                               compute_hybrid_memory, readable)
+                                               compute_hybrid_memory, readable, summary,
+                                               whole_tokens)
 from lattn_edu.style import PALETTE
 
 GRID = list(itertools.product(*HybridMemoryExplorer.controls.values()))
@@ -102,8 +103,17 @@ def test_the_default_is_qwen3_next_as_shipped_and_says_so_in_one_line():
     np.testing.assert_array_equal(result["curves"]["total"], result["shipped"]["total"])
     said = explorer.describe(**explorer.defaults)
     assert "\n" not in said and "12 of 48" in said and "3.22 GB" in said and "39.5 MB" in said
-    assert f"N ≈ {hybrid.break_even_context(shipped, hybrid.full_attention(shipped)):,.0f}" in said
+    assert "from N = 196 in work (in traffic, bytes moved: 1,072)" in said  # R/a, 2 n_S/c: whole
     assert explorer.describe("no reason", **explorer.defaults).endswith("Not drawn: no reason")
+
+
+def test_break_evens_are_rounded_up_to_whole_tokens_as_the_chapter_rounds_them():
+    assert [whole_tokens(x) for x in (196.0, 46.588, 1948.44, 0.0, math.inf)] == [
+        "196", "47", "1,949", "0", "never"]
+    kimi = summary(compute_hybrid_memory("Kimi Linear 48B-A3B", 1, "full", CONTEXTS[0]))[2]
+    shape = hybrid.preset("Kimi Linear 48B-A3B")
+    traffic = hybrid.break_even_context(shape, hybrid.full_attention(shape), "bytes")
+    assert 1948 < traffic < 1949 and "bytes moved: 1,949)" in kimi and "from N = 47 in work" in kimi
 
 
 def test_readable_numbers():

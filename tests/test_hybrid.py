@@ -231,3 +231,17 @@ def test_qwen3_next_projection_weights_counted_by_hand():
     assert deltanet.conv_channels == 2 * 16 * 128 + 32 * 128  # q and k: 16 key heads
     # counted with the projections, the batch-1 traffic break-even is a whole 7,344 tokens
     assert (2 * deltanet.state_numbers() + weights["extra"]) / attention.cache_width == 7344
+
+
+def test_qwen3_next_projection_shapes_are_the_weights_matrices():
+    shapes = hybrid.qwen3_next_projection_shapes()
+    # by hand, (inputs, outputs): 16 + 16 key heads of 128 and 32 value heads of 128 plus the
+    # 4,096-wide gate z; β and the decay, 32 each; 4,096 value channels back to 2,048
+    assert shapes["deltanet"] == {"in_proj_qkvz": (2048, 12_288), "in_proj_ba": (2048, 64),
+                                  "out_proj": (4096, 2048)}
+    # q (16 heads of 256) and its gate; k and v, 2 heads of 256; 4,096 back to 2,048
+    assert shapes["attention"] == {"q_proj": (2048, 8192), "k_proj": (2048, 512),
+                                   "v_proj": (2048, 512), "o_proj": (4096, 2048)}
+    weights = hybrid.qwen3_next_projection_weights()
+    assert 2048 * 12_288 + 2048 * 64 + 4096 * 2048 == weights["deltanet"]
+    assert 2048 * 8192 + 2 * 2048 * 512 + 4096 * 2048 == weights["attention"]

@@ -408,30 +408,44 @@ def qwen3_next_80b_a3b() -> LayerStack:
             conv_kernel=4))  # linear_conv_kernel_dim
 
 
+def qwen3_next_projection_shapes() -> dict[str, dict[str, tuple[int, int]]]:
+    """The projection matrices of one Qwen3-Next-80B-A3B layer of each kind, as (inputs, outputs).
+
+    Named as in the model's code; from the same config.json as :func:`qwen3_next_80b_a3b`
+    (hidden_size 2,048). Keys ``deltanet`` (a Gated DeltaNet layer) and ``attention`` (a gated
+    softmax attention layer), each a dict from matrix name to its shape; biases and norms are
+    left out (Qwen3-Next has no projection biases).
+    """
+    hidden = 2048  # hidden_size
+    qkvz = (2 * 16 * 128  # q and k: linear_num_key_heads 16 of linear_key_head_dim 128
+            + 32 * 128  # v: linear_num_value_heads 32 of linear_value_head_dim 128
+            + 32 * 128)  # the output gate z: one per value channel
+    return {
+        "deltanet": {"in_proj_qkvz": (hidden, qkvz),
+                     "in_proj_ba": (hidden, 32 + 32),  # β and the decay a: one per value head
+                     "out_proj": (32 * 128, hidden)},  # 4,096 value channels back to hidden_size
+        "attention": {"q_proj": (hidden, 2 * 16 * 256),  # q (num_attention_heads 16 of head_dim
+                      # 256) and the output gate, as wide as q
+                      "k_proj": (hidden, 2 * 256),  # num_key_value_heads 2 of head_dim 256
+                      "v_proj": (hidden, 2 * 256),
+                      "o_proj": (16 * 256, hidden)},  # 4,096 back to hidden_size
+    }
+
+
 def qwen3_next_projection_weights() -> dict[str, int]:
     """Projection weights of one Qwen3-Next-80B-A3B layer of each kind, and their difference.
 
     The projections map the layer's input (hidden_size 2,048) to its queries, keys, values and
     gates, and its mixer's output back to 2,048; each weight is one multiply–add per token and
-    is read once per decode step. From the same config.json as :func:`qwen3_next_80b_a3b`;
-    biases and norms are left out (Qwen3-Next has no projection biases).
+    is read once per decode step. The sums of :func:`qwen3_next_projection_shapes`' matrices.
 
     Keys: ``deltanet`` (a Gated DeltaNet layer: 33,685,504), ``attention`` (a gated softmax
     attention layer: 27,262,976) and ``extra`` (deltanet − attention: 6,422,528, the P that a
     replaced layer adds to the mixers-only counts).
     """
-    hidden = 2048  # hidden_size
-    deltanet_in = (2 * 16 * 128  # q and k: linear_num_key_heads 16 of linear_key_head_dim 128
-                   + 32 * 128  # v: linear_num_value_heads 32 of linear_value_head_dim 128
-                   + 32 * 128  # the output gate z: one per value channel
-                   + 32 + 32)  # β and the decay a: one per value head (in_proj_ba)
-    deltanet_out = 32 * 128  # out_proj: 4,096 value channels back to hidden_size
-    attention_in = (16 * 256  # q: num_attention_heads 16 of head_dim 256
-                    + 16 * 256  # the output gate, as wide as q (q_proj is twice 4,096 wide)
-                    + 2 * 256 + 2 * 256)  # k and v: num_key_value_heads 2 of head_dim 256
-    attention_out = 16 * 256  # o_proj: 4,096 back to hidden_size
-    deltanet = hidden * deltanet_in + deltanet_out * hidden
-    attention = hidden * attention_in + attention_out * hidden
+    shapes = qwen3_next_projection_shapes()
+    deltanet, attention = (sum(rows * cols for rows, cols in shapes[kind].values())
+                           for kind in ("deltanet", "attention"))
     return {"deltanet": deltanet, "attention": attention, "extra": deltanet - attention}
 
 

@@ -9,7 +9,8 @@ of each group, :func:`lattn_edu.hybrid.interleave`), the softmax layers' window 
 Left: bytes held per sequence against the context, bf16: the KV cache, the recurrent state
 (flat) and their sum. Right: decode FLOPs per token (reading the cache, passing over the
 states; projections left out, :mod:`lattn_edu.hybrid`'s counting rule), with the break-even
-context from which the stack decodes more cheaply than its all-softmax twin. On both, in grey,
+context from which the stack decodes more cheaply than its all-softmax twin (rounded up to
+whole tokens, as the chapter rounds break-evens). On both, in grey,
 the same shape as the twin (every layer softmax, unwindowed) and as recurrent layers only, and, dotted,
 the model as shipped. Every number is :mod:`lattn_edu.hybrid`'s; the axes never change, so a
 move redraws only the lines, two markers and the text.
@@ -17,6 +18,7 @@ move redraws only the lines, two markers and the text.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -47,6 +49,12 @@ def readable(value: float, unit: str) -> str:
         if value >= size:
             return f"{value / size:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
+
+
+def whole_tokens(context: float) -> str:
+    """A break-even context rounded up to whole tokens, as chapter 15 rounds it: '1,949'; 'never'
+    when the stack never becomes cheaper (an infinite break-even)."""
+    return "never" if math.isinf(context) else f"{math.ceil(context):,}"
 
 
 def _curves(stack: Any, contexts: np.ndarray) -> dict[str, np.ndarray]:
@@ -93,8 +101,9 @@ def summary(result: dict[str, Any]) -> tuple[str, str, str]:
     memory = (f"KV cache {readable(result['kv'], 'B')} + state {readable(result['state'], 'B')} "
               f"(all-softmax twin: KV cache {readable(result['full_kv'], 'B')})")
     work = (f"decode {readable(result['flops'], 'FLOP')} per token (all-softmax twin "
-            f"{readable(result['full_flops'], 'FLOP')}); cheaper than the twin from N ≈ "
-            f"{result['break_even']:,.0f} in work (in traffic, bytes moved: {result['break_even_bytes']:,.0f})")
+            f"{readable(result['full_flops'], 'FLOP')}); cheaper than the twin from N = "
+            f"{whole_tokens(result['break_even'])} in work (in traffic, bytes moved: "
+            f"{whole_tokens(result['break_even_bytes'])})")
     return setting, memory, work
 
 
@@ -177,6 +186,6 @@ class HybridMemoryExplorer(Explorer):
         artists["break_even"].set_visible(shown)
         artists["break_even"].set_xdata([crossing] * 2 if shown else [1, 1])
         artists["break_even_label"].set_x(crossing if shown else X_RANGE[0])
-        label = f" cheaper than the twin\n from N ≈ {crossing:,.0f}"
+        label = f" cheaper than the twin\n from N = {whole_tokens(crossing)}"
         artists["break_even_label"].set_text(label if shown else "")
         artists["title"].set_text("\n".join(summary(result)))
