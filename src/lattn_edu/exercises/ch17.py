@@ -31,7 +31,7 @@ def solution_bits_per_character(losses, lengths):
     then turn nats into bits (divide by ln 2).
     """
     total = sum(float(np.sum(losses[b, :n])) for b, n in enumerate(lengths))
-    return total / sum(lengths) / math.log(2)
+    return total / sum(lengths) / np.log(2)
 
 
 def package_bits_per_character(losses, lengths):
