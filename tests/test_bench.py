@@ -334,8 +334,30 @@ def test_the_decoding_figure_names_its_lines_state_and_kv_cache():
         dims = sorted({r["d"] for r in record["decode"]})
         assert texts == [f"{name}, d = {d}" for d in dims for name in ("state", "KV cache")]
         assert not any("State" in t or "Cache" in t for t in texts)  # no class name
+        # the decoding steps ran one head (the state's bytes say so), not the record's batch·heads
+        assert "one head" in fig._suptitle.get_text() and "batch·heads" not in fig._suptitle.get_text()
     finally:
         plt.close(fig)
+
+
+def test_the_decoding_heads_are_read_from_the_bytes_the_state_held():
+    """A state of one head holds S and z: (d·d + d) float32 numbers, 4 bytes each. At d = 3 that
+    is 12·4 = 48 bytes; twice that is two heads; a KV cache's rows do not count."""
+    from lattn_edu.bench.summary import decode_heads
+
+    def row(method, d, held):
+        return {"method": method, "d": d, "n": 7, "bytes_held": held}
+
+    one = [row("LinearAttentionState.step", 3, 48), row("LinearAttentionState.step", 5, 120),
+           row("SoftmaxKVCache.step", 3, 999)]
+    assert decode_heads(one) == 1
+    assert decode_heads([row("LinearAttentionState.step", 3, 96)]) == 2
+    assert decode_heads([row("LinearAttentionState.step", 3, 96)], itemsize=8) == 1
+    with pytest.raises(ValueError):  # the rows disagree
+        decode_heads([row("LinearAttentionState.step", 3, 48), row("LinearAttentionState.step", 5, 240)])
+    with pytest.raises(ValueError):  # not a whole number of heads
+        decode_heads([row("LinearAttentionState.step", 3, 50)])
+    assert decode_heads(bench.load_results()["decode"]) == 1  # the shipped record: one head
 
 
 def _sweep_row(family, d, over_best):

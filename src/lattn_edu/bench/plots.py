@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .methods import KERNEL, OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA
-from .summary import timed_rows
+from .summary import decode_heads, timed_rows
 
 
 _STYLE = {OURS: ("C0", "o", "-"), KERNEL: ("C0", ".", ":"), PEER: ("C3", "s", "-"),
@@ -45,10 +45,13 @@ def _legend_below(fig: Any, axes: Any, ncol: int) -> None:
     fig.legend(list(entries.values()), list(entries), fontsize=7, loc="outside lower center", ncol=ncol)
 
 
-def _label(record: dict) -> str:
+def _label(record: dict, heads: str | None = None) -> str:
+    """The record's machine and threads, then the sequences a call ran (``heads``, when given;
+    else the record's batch·heads)."""
     m = record["machine"]
+    heads = heads or f"batch·heads = {record['settings']['batch_heads']}"
     return (f"{m['cpu']}, {m['cores']} cores; numba {m['numba_threads']} threads, torch "
-            f"{m['torch_threads']}; batch·heads = {record['settings']['batch_heads']}, float32")
+            f"{m['torch_threads']}; {heads}, float32")
 
 
 # The lines a figure does not argue from: thin and grey, so the argued ones stand out; each keeps
@@ -187,7 +190,8 @@ def plot_decode(record: dict) -> Any:
     ax.set(xlabel="tokens already seen N", ylabel="time per decoded token (µs, median)",
            title="Decoding: fixed state vs growing KV cache")
     ax.legend(fontsize=7)
-    fig.suptitle(_label(record), fontsize=7)
+    heads = decode_heads(record["decode"])  # the decoding steps ran one head, not batch·heads
+    fig.suptitle(_label(record, "one head" if heads == 1 else f"{heads} heads"), fontsize=7)
     return fig
 
 
@@ -211,7 +215,7 @@ def plot_gated_ratios(record: dict) -> Any:
             compiled = [r for r in rows if r.get("compiled_ratio") is not None]
             ax.plot([r["n"] for r in compiled], [r["compiled_ratio"] for r in compiled], "--", marker="s", ms=4,
                     color=f"C{i}", label=f"{variant}, compiled")
-        for level, text in ((1.0, "1: same speed"), (1.5, "1.5: the target")):
+        for level, text in ((1.0, "1: same speed"), (1.5, "1.5: the project's goal against the compiled peer")):
             ax.axhline(level, color="black", lw=0.8, ls=":")
             ax.annotate(text, (0.01, level), xycoords=("axes fraction", "data"), xytext=(0, 2),
                         textcoords="offset points", fontsize=7, va="bottom")

@@ -142,6 +142,17 @@ def decode_summary(rows: list[dict]) -> list[dict]:
     return out
 
 
+def decode_heads(rows: list[dict], itemsize: int = 4) -> int:
+    """How many heads the decoding rows ran, read from what the state held: a state of one head
+    holds S and z, (d·d + d) numbers of ``itemsize`` bytes (float32: 4), whatever N. Raises
+    ValueError when the rows disagree or hold no whole number of heads."""
+    counts = {r["bytes_held"] / (itemsize * (r["d"] * r["d"] + r["d"])) for r in rows
+              if r["method"] == "LinearAttentionState.step"}
+    if len(counts) != 1 or not float(next(iter(counts))).is_integer():
+        raise ValueError(f"the states held {sorted(counts)} heads' worth of bytes")
+    return int(next(iter(counts)))
+
+
 def targets(shapes: list[dict], decode: list[dict]) -> dict:
     """The targets the kernels are held to, checked on this run's ratios (each of one run, so a
     busy machine does not decide them): at d = 64 and 128 and N >= 1024, at least the eager
