@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lattn_edu.exercises import CATALOG, ExerciseFailed, ch16
+from lattn_edu.log_linear import levels_needed
 from lattn_edu.recall import window_reach
 
 IDS = ("ch16.window_reach", "ch16.numbers_kept", "ch16.luck_chance")
@@ -78,7 +79,7 @@ def test_kept_cases_cover_every_kind_a_short_sequence_and_a_window_wider_than_it
         for layer in c["layers"] if layer in ("softmax", "sliding_window")),
     lambda **c: ch16.solution_numbers_kept(**{**c, "num_heads": 1}),  # one state of d_model²
     lambda **c: ch16.solution_numbers_kept(**c) - sum(  # log-linear: one state, as Mamba-2
-        (ch16.levels_needed(c["n"]) - 1) * c["d_model"] ** 2 // c["num_heads"]
+        (levels_needed(c["n"]) - 1) * c["d_model"] ** 2 // c["num_heads"]
         for layer in c["layers"] if layer == "log_linear"),
 ], ids=["window ignored", "keys only", "one big state", "log-linear as one state"])
 def test_numbers_kept_slips_are_rejected(wrong):
@@ -122,3 +123,20 @@ def test_luck_slips_are_rejected(wrong):
 def test_luck_without_part_c_is_rejected_by_its_shape():
     with pytest.raises(ExerciseFailed, match="shape"):
         check("ch16.luck_chance", [1 / 16, 1 / 81])  # the two numbers of (a) and (b) alone
+
+
+@pytest.mark.parametrize("exercise_id", [i for i in IDS if CATALOG[i].kind == "code"])
+def test_each_solution_runs_as_the_book_shows_it_in_the_chapter_s_namespace(exercise_id):
+    # the book shows a solution's source (literalinclude); pasted into the exercise cell, it sees
+    # only what the chapter's exercise section imports: numpy as np and exercises
+    import inspect
+    import textwrap
+
+    import numpy as np
+
+    from lattn_edu import exercises
+
+    solution = CATALOG[exercise_id].solution
+    namespace = {"np": np, "exercises": exercises}
+    exec(textwrap.dedent(inspect.getsource(solution)), namespace)
+    check(exercise_id, namespace[solution.__name__])

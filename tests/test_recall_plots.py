@@ -364,3 +364,23 @@ def test_a_colour_mapping_replaces_the_family_colour_of_the_keys_it_holds():
     colour_of = {line.get_label(): line.get_color() for line in fig.axes[0].get_lines()}
     assert colour_of["linear"] == "#123456" and colour_of["softmax"] == plots.style_of("softmax")[0]
     plt.close(fig)
+
+
+def test_chosen_losses_can_draw_the_no_lookup_loss_dotted_between_the_two_dashed_levels():
+    import matplotlib.pyplot as plt
+
+    record = fake_record()
+    guess = np.log(recall.TINY.num_values)
+    fig = plots.plot_chosen_losses(record, {"a": [("linear", None)], "b": [("softmax", None)]},
+                                   no_lookup_loss=1.7)
+    for ax in fig.axes:
+        grey = {line.get_ydata()[0]: line.get_linestyle() for line in ax.get_lines()
+                if line.get_color() == "gray"}
+        assert sorted(grey) == pytest.approx([guess / 2, 1.7, guess])
+        assert grey[1.7] == ":" and {grey[key] for key in grey if key != 1.7} == {"--"}
+        assert "no-lookup loss" in {text.get_text() for text in ax.texts}
+    plt.close(fig)
+    plain = plots.plot_chosen_losses(record, {"a": [("linear", None)]})  # without it: two levels
+    assert "no-lookup loss" not in {text.get_text() for text in plain.axes[0].texts}
+    assert len([line for line in plain.axes[0].get_lines() if line.get_color() == "gray"]) == 2
+    plt.close(plain)

@@ -19,7 +19,6 @@ import itertools
 
 import numpy as np
 
-from ..log_linear import levels_needed
 from ..recall.config import RecallConfig
 from ..recall.model import RecallModel
 from ..recall.task import window_reach
@@ -65,6 +64,8 @@ def solution_numbers_kept(layers, d_model, num_heads, window, n):
     Gated DeltaNet and Mamba-2 keep one d_h × d_h state per head; log-linear
     attention one per level, levels_needed(n) of them.
     """
+    from lattn_edu.log_linear import levels_needed  # levels after n tokens
+
     d_h = d_model // num_heads
     kept = {"softmax": n * num_heads * 2 * d_h,
             "sliding_window": min(n, window) * num_heads * 2 * d_h,

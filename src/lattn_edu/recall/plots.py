@@ -81,11 +81,13 @@ WINDOW_LINES = ("--", ":", (0, (3, 1, 1, 1)), (0, (1, 3)), (0, (5, 1, 1, 1, 1, 1
 
 def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]],
                        schedule: bool = False, names: dict[str, str] | None = None,
-                       colours: dict[str, str] | None = None) -> Any:
+                       colours: dict[str, str] | None = None, no_lookup_loss: float | None = None) -> Any:
     """The training loss of chosen runs against step: one panel per title, each holding the
     (model, window) pairs listed (window None for every model but the sliding window), a thin
-    line per seed, with the guessing loss and half of it dashed in grey. With ``schedule``, a
-    short panel under each draws the learning rate as a share of its peak
+    line per seed, with the guessing loss and half of it dashed in grey and, where
+    ``no_lookup_loss`` is given, that loss dotted in grey and named "no-lookup loss" (the loss of
+    answering with each value's share of the sequence, :func:`.task.no_lookup_baselines`).
+    With ``schedule``, a short panel under each draws the learning rate as a share of its peak
     (:func:`.training.learning_rate_factor`, the schedule every run trained on), on the same
     steps.
 
@@ -132,9 +134,12 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
                 label = (display_name(model, names) + (f" (W = {window})" if window else "")) if i == 0 else None
                 ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1, label=label, marker=marker,
                         markersize=4, markevery=(i, 4))  # seeds' markers a point apart
-        for level, name in ((guess, "guessing loss"), (guess / 2, "half of it")):
-            ax.axhline(level, color="gray", lw=0.8, ls="--")
-            ax.annotate(name, (0, level), xytext=(2, 2), textcoords="offset points",
+        levels = [(guess, "guessing loss", "--"), (guess / 2, "half of it", "--")]
+        if no_lookup_loss is not None:
+            levels.insert(1, (no_lookup_loss, "no-lookup loss", ":"))
+        for level, name, style in levels:
+            ax.axhline(level, color="gray", lw=0.8, ls=style)
+            ax.annotate(name, (0, level), xytext=(2, 2 if style == "--" else -9), textcoords="offset points",
                         xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
         ax.set(xlabel="" if schedule else "training step", title=title)
         ax.legend(fontsize=7, loc="lower left", handlelength=3)
