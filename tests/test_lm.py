@@ -422,6 +422,12 @@ def test_the_plots_draw_each_seed_and_the_mean_at_the_best_rate():
     # hybrid's seed 0 minus softmax's seed 0: [2.0, 2.0, 2.0] − [2.5, 2.5, 2.5]; seed 1 has no pair
     assert np.allclose(below["hybrid (1)"].get_ydata(), [-0.5, -0.5, -0.5])
     plt.close(fig)
+    # the legends list the models best first (hybrid's mean 2.2 against softmax's 2.5), even
+    # when the record lists softmax first
+    swapped = {"runs": record["runs"][3:] + record["runs"][:3], "config": record["config"]}
+    for fig in (plots.plot_validation(swapped), plots.plot_position_bits(swapped)):
+        assert [t.get_text() for t in fig.legends[0].get_texts()] == ["hybrid (2)", "softmax (1)"]
+        plt.close(fig)
     with pytest.raises(ValueError, match="relative_to"):
         plots.plot_position_bits(record, relative_to="kda")
     # seed_lines=False: the top panel keeps only the means; the panel below keeps its seeds
@@ -455,6 +461,8 @@ def test_the_final_bits_plot_draws_each_model_s_mean_range_and_seeds_best_at_the
     means = [line for line in lines if line.get_linestyle() == "None" and line.get_marker() != "|"]
     assert [line.get_xdata()[0] for line in means] == pytest.approx([2.1, 2.2, 2.6])
     assert [list(line.get_ydata()) for line in means] == [[0], [1], [2]]
+    # every mean is the same filled dot with a black rim, never a model's own marker
+    assert {(line.get_marker(), line.get_markeredgecolor()) for line in means} == {("o", "black")}
     assert sorted(t.get_text().strip() for t in ax.texts) == ["group 1", "group 2"]
     assert len(ax.patches) == 2  # one shaded band per group
     plt.close(fig)

@@ -57,6 +57,14 @@ def best_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                            and r["learning_rate"] == row["learning_rate"]] for row in summarise(record)}
 
 
+def ranked_runs(record: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """:func:`best_runs`, best mean final bits first: the lab figures' legend order, so the
+    legend reads as the ranking does."""
+    order = [row["model"] for row in sorted(summarise(record), key=lambda row: row["bits"])]
+    best = best_runs(record)
+    return {model: best[model] for model in order}
+
+
 def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]],
           names: dict[str, str] | None = None, seed_lines: bool = True, seed_counts: bool = True) -> None:
     """Thin lines for the seeds (unless ``seed_lines`` is False), a thick one (with markers) for
@@ -64,7 +72,7 @@ def _draw(ax: Any, model: str, x: np.ndarray, curves: list[list[float]],
     lacks it) and, unless ``seed_counts`` is False, its seed count in brackets."""
     colour, line, marker = LAB_STYLES.get(model, LM_STYLES[model])
     for curve in curves if seed_lines else ():
-        ax.plot(x, curve, ls=line, color=colour, lw=0.6, alpha=0.5)
+        ax.plot(x, curve, ls=line, color=colour, lw=0.9, alpha=0.7)
     label = display_name(model, names) + (f" ({len(curves)})" if seed_counts else "")
     ax.plot(x, np.mean(curves, axis=0), ls=line, color=colour, lw=2, marker=marker, markersize=5,
             label=label)
@@ -79,7 +87,7 @@ def plot_validation(record: dict[str, Any], first_step: int = 100,
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
-    for model, runs in best_runs(record).items():
+    for model, runs in ranked_runs(record).items():  # the legend in ranking order
         points = [p for p in runs[0]["validation"] if p["step"] >= first_step]
         curves = [[p["bits"] for p in r["validation"] if p["step"] >= first_step] for r in runs]
         _draw(ax, model, np.array([p["step"] for p in points]), curves, names, seed_counts=seed_counts)
@@ -106,7 +114,7 @@ def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = No
     import matplotlib.pyplot as plt
 
     block = record["config"]["position_block"]
-    best = best_runs(record)
+    best = ranked_runs(record)  # the legend in ranking order
     if relative_to is not None and relative_to not in best:
         raise ValueError(f"relative_to must be a model in the record ({', '.join(best)}); got {relative_to!r}")
     rows = 1 if relative_to is None else 2
@@ -141,8 +149,9 @@ def plot_position_bits(record: dict[str, Any], names: dict[str, str] | None = No
 
 def plot_final_bits(record: dict[str, Any], names: dict[str, str] | None = None,
                     groups: list[tuple[str, ...]] | tuple[tuple[str, ...], ...] | None = None) -> Any:
-    """Each model's final validation bits per character, best at the top: a dot at the mean
-    over seeds, a line across the seeds' range (lowest to highest) and a tick at each seed's
+    """Each model's final validation bits per character, best at the top: a filled dot with a
+    black rim at the mean over seeds (the same for every model, so no model's mean looks like
+    its ticks), a line across the seeds' range (lowest to highest) and a tick at each seed's
     bits. ``names`` maps record keys to the axis's names (a key it lacks is shown as is).
 
     ``groups``, a sequence of tuples of models, shades each group's rows, alternately grey and
@@ -169,16 +178,17 @@ def plot_final_bits(record: dict[str, Any], names: dict[str, str] | None = None,
                 ha="left", fontsize=8, transform=ax.get_yaxis_transform())
     for row in rows:
         model, y = row["model"], place[row["model"]]
-        colour, _, marker = LAB_STYLES.get(model, LM_STYLES[model])
+        colour = LAB_STYLES.get(model, LM_STYLES[model])[0]
         ax.plot([row["min"], row["max"]], [y, y], color=colour, lw=2, solid_capstyle="butt", zorder=2)
         seeds = [r["final_bits"] for r in best[model]]
         ax.plot(seeds, [y] * len(seeds), ls="none", marker="|", color=colour, markersize=10, zorder=3)
-        ax.plot([row["bits"]], [y], ls="none", marker=marker, color=colour, markersize=9, zorder=4,
-                markeredgecolor="white")
+        # the mean: a filled dot with a black rim, bigger than the ticks, for every model alike
+        ax.plot([row["bits"]], [y], ls="none", marker="o", color=colour, markersize=10, zorder=4,
+                markeredgecolor="black", markeredgewidth=1.2)
     ax.set_yticks(range(len(models)), [display_name(m, names) for m in models])
     ax.set_ylim(len(models) - 0.5, -0.5)  # best at the top
     ax.set(xlabel="validation bits per character at the last step",
-           title="mean over seeds (marker), each seed (tick) and their range (line)")
+           title="mean over seeds (dot), each seed (tick) and their range (line)")
     return fig
 
 
