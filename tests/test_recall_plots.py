@@ -221,6 +221,17 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     assert dotted == sorted([1 / study.base.num_values, 0.17])
     assert "no lookup" in {text.get_text() for text in fig.axes[0].texts}
     plt.close(fig)
+    # each seed a small dot just right of its mean: 3 seeds for each of the 4 rows
+    fig = plots.plot_memory_recall(record)
+    dots = [line for line in fig.axes[0].get_lines() if line.get_marker() == "."]
+    assert len(dots) == 4 and all(len(line.get_ydata()) == 3 for line in dots)
+    for row in recall.summarise(record):
+        (dot,) = [line for line in dots if line.get_xdata()[0] == pytest.approx(
+            row["cache_floats"] * plots.SEED_DOT_SHIFT)]
+        assert sorted(dot.get_ydata()) == pytest.approx(sorted(
+            r["accuracy"] for r in runs if r["model"] == row["model"] and r.get("window") == row.get("window")))
+        assert min(dot.get_ydata()) == pytest.approx(row["min"]) and max(dot.get_ydata()) == pytest.approx(row["max"])
+    plt.close(fig)
 
 
 def test_chosen_losses_draw_each_chosen_run_once_per_seed_and_refuse_a_missing_one():
@@ -246,9 +257,11 @@ def test_chosen_losses_draw_each_chosen_run_once_per_seed_and_refuse_a_missing_o
         assert levels == pytest.approx([np.log(recall.TINY.num_values) / 2, np.log(recall.TINY.num_values)])
     plt.close(fig)
     fig = plots.plot_chosen_losses(record, {"windows": [("sliding_window", 2), ("sliding_window", 4)]})
-    styles = {line.get_label(): line.get_linestyle() for line in fig.axes[0].get_lines()
+    styles = {line.get_label(): (line.get_linestyle(), line.get_marker()) for line in fig.axes[0].get_lines()
               if line.get_label().startswith("sliding_window")}
-    assert len(styles) == 2 and len(set(styles.values())) == 2  # each window a line of its own
+    assert len(styles) == 2  # each window a line and a marker of its own, the widest the model's marker
+    assert len({s[0] for s in styles.values()}) == 2 and len({s[1] for s in styles.values()}) == 2
+    assert styles["sliding_window (W = 4)"][1] == plots.style_of("sliding_window")[2]
     plt.close(fig)
     with pytest.raises(ValueError, match="no run of 'sliding_window' with window 3"):
         plots.plot_chosen_losses(record, {"a": [("sliding_window", 3)]})
@@ -309,8 +322,10 @@ def test_chosen_losses_can_draw_the_learning_rate_schedule_under_each_panel():
     assert len(fig.axes) == 4
     for ax in fig.axes[2:]:
         (line,) = ax.get_lines()
-        np.testing.assert_array_equal(line.get_xdata(), np.arange(21))
-        assert list(line.get_ydata()) == [recall.learning_rate_factor(s, 20) for s in range(21)]
+        # step k (from 1, as the loss curves count) runs at the schedule's index k - 1
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(1, 21))
+        assert list(line.get_ydata()) == [recall.learning_rate_factor(s, 20) for s in range(20)]
+        assert line.get_ydata()[0] == 1 / 2  # the first step: the ramp (0 + 1) / 2 of its two steps
     assert fig.axes[0].get_shared_x_axes().joined(fig.axes[0], fig.axes[2])
     plt.close(plain)
     plt.close(fig)

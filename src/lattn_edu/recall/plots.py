@@ -74,9 +74,11 @@ def plot_loss_curves(record: dict[str, Any]) -> Any:
                                  for p in config["pair_counts"]})
 
 
-# the line styles of the sliding windows in one loss figure, widest first: every window keeps the
-# sliding window's colour and marker (as in :func:`plot_memory_recall`) and gets a line of its own
+# the line styles and markers of the sliding windows in one loss figure, widest first: every
+# window keeps the sliding window's colour (as in :func:`plot_memory_recall`) and gets a line and
+# a marker of its own, the widest the sliding window's own marker
 WINDOW_LINES = ("--", ":", (0, (3, 1, 1, 1)), (0, (1, 3)), (0, (5, 1, 1, 1, 1, 1)))
+WINDOW_MARKERS = ("v", "^", "<", ">", "x")
 
 
 def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]],
@@ -89,12 +91,12 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
     answering with each value's share of the sequence, :func:`.task.no_lookup_baselines`).
     With ``schedule``, a short panel under each draws the learning rate as a share of its peak
     (:func:`.training.learning_rate_factor`, the schedule every run trained on), on the same
-    steps.
+    steps: step k, counted from 1 as the loss curves count, at the schedule's index k - 1.
 
     Each model is drawn in :func:`style_of`'s colour, line and marker (a marker every few
     points), the scheme of :func:`plot_memory_recall`, so a colour means the same model in
-    both figures; the windows share the sliding window's colour and marker and each gets its
-    own line (:data:`WINDOW_LINES`, widest first). ``names`` maps record keys to the legend's
+    both figures; the windows share the sliding window's colour and each gets its own line and
+    marker (:data:`WINDOW_LINES`, :data:`WINDOW_MARKERS`, widest first). ``names`` maps record keys to the legend's
     names (a key it lacks is shown as is); ``colours`` replaces :func:`style_of`'s colour of the
     keys it holds (so that models of one family can each have a colour of their own)."""
     import matplotlib.pyplot as plt
@@ -111,9 +113,9 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
         for ax in grid[0][1:]:
             ax.sharey(grid[0][0])
         steps_total = record["config"]["base"]["steps"]
-        steps = np.arange(steps_total + 1)
+        steps = np.arange(1, steps_total + 1)  # step k, counted from 1, runs at index k - 1
         for ax in grid[1]:
-            ax.plot(steps, [learning_rate_factor(int(s), steps_total) for s in steps], color="#333333", lw=1)
+            ax.plot(steps, [learning_rate_factor(int(s) - 1, steps_total) for s in steps], color="#333333", lw=1)
             ax.set(xlabel="training step", ylim=(0, 1.05), yticks=(0, 0.5, 1))
             ax.grid(True, lw=0.4, alpha=0.5)
         grid[1][0].set_ylabel("learning rate\n(share of peak)")
@@ -128,7 +130,7 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
             _, line, marker = style_of(model)
             colour = _colour(model, colours)
             if window is not None:
-                line = WINDOW_LINES[windows.index(window)]
+                line, marker = WINDOW_LINES[windows.index(window)], WINDOW_MARKERS[windows.index(window)]
             for i, run in enumerate(sorted(runs, key=lambda r: r["seed"])):
                 steps = every * (np.arange(len(run["loss_curve"])) + 1)
                 label = (display_name(model, names) + (f" (W = {window})" if window else "")) if i == 0 else None
@@ -270,11 +272,15 @@ def _short_label(row: dict[str, Any], names: dict[str, str] | None = None) -> st
     return f"W = {row['window']}" if "window" in row else display_name(row["model"], names)
 
 
+SEED_DOT_SHIFT = 1.04  # each seed's dot, this factor right of its mean on the log axis
+
+
 def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = None,
                        colours: dict[str, str] | None = None, no_lookup: float | None = None) -> Any:
     """Recall accuracy against the numbers each model keeps per sequence after the task's 3P
     tokens (all layers; log scale, ticked at the numbers the models keep): mean over seeds with
-    the range as an error bar, each marker labelled with its model (a window by W = its width;
+    the range as an error bar and each seed's accuracy as a small dot just right of it, each
+    marker labelled with its model (a window by W = its width;
     models at the same point share one label), the sliding windows joined by a line from the
     narrowest to the widest. ``names`` maps record keys to the labels' names (a key it lacks is
     shown as is); ``colours`` replaces :func:`style_of`'s colour of the keys it holds. A label
@@ -282,7 +288,8 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
     memory within 10% of the next smaller one gets no tick of its own (the two would print over
     each other); its markers' labels give the number instead. A dotted line marks chance (one over
     the number of values) and, where ``no_lookup`` is given, a second one the accuracy reached
-    without any lookup (:func:`.task.no_lookup_baselines`)."""
+    without any lookup (:func:`.task.no_lookup_baselines`), each named at the right edge, clear of
+    the labels of the smallest memories on the left."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
@@ -304,6 +311,10 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
         ax.errorbar([x], [row["mean"]], yerr=[[row["mean"] - row["min"]],
                                                                 [row["max"] - row["mean"]]],
                     fmt=marker, color=colour, capsize=3, label=label)
+        seeds = [r["accuracy"] for r in record["runs"] if r["part"] == "main"
+                 and (r["model"], r["num_pairs"], r["d_model"], r["learning_rate"], r.get("window"))
+                 == (row["model"], row["num_pairs"], row["d_model"], row["learning_rate"], row.get("window"))]
+        ax.plot([x * SEED_DOT_SHIFT] * len(seeds), seeds, ".", color=colour, ms=3, alpha=0.8)
     windows = sorted((r for r in rows if "window" in r), key=lambda r: r["window"])
     if windows:
         ax.plot([r["cache_floats"] * dodge[r["cache_floats"], round(r["mean"], 3)] for r in windows],
@@ -330,8 +341,8 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
         lines["no lookup"] = no_lookup
     for text, level in lines.items():
         ax.axhline(level, color="gray", lw=0.8, ls=":")
-        ax.annotate(text, (0, level), xytext=(2, -9 if text == "chance" else 3), textcoords="offset points",
-                    xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
+        ax.annotate(text, (1, level), xytext=(-2, -9 if text == "chance" else 3), textcoords="offset points",
+                    xycoords=("axes fraction", "data"), fontsize=7, color="#444444", ha="right")
     pairs = config["pair_counts"][0]
     ax.set(xscale="log", xlabel=f"numbers kept per sequence after {3 * pairs} tokens (all layers)",
            ylabel="accuracy (bar: seeds' range)",
