@@ -515,3 +515,27 @@ def test_chapters_16_and_17_name_every_model_of_both_records_once_with_one_colou
     assert prose_name("hybrid", names) == "the 1-in-4 hybrid"
     assert prose_name("sliding_window", names) == "the window model"
     assert prose_name("kda", names) == "KDA"
+
+
+def test_the_window_model_s_thin_lines_have_open_dashes_unlike_softmax_s_solid_ones():
+    """Chapter 17's validation figure: the window model (sky) beside softmax (blue), thin lines
+    too, told apart by a dash pattern with gaps a reader sees at the thin width (0.9 points)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lattn_edu.lm import plots
+
+    fig = plots.plot_validation(lm.recorded("full"), seed_counts=False)
+    lines = fig.axes[0].get_lines()
+    colours = {key: plots.LAB_STYLES[key][0] for key in ("softmax", "sliding_window")}
+    window = [line for line in lines if line.get_color() == colours["sliding_window"]]
+    softmax = [line for line in lines if line.get_color() == colours["softmax"]]
+    assert len(window) == len(softmax) == 4  # three seeds (thin) and the mean (thick) each
+    assert all(line.get_linestyle() == "-" for line in softmax)
+    thin = [line for line in window if line.get_linewidth() == 0.9]
+    assert len(thin) == 3
+    for line in thin:
+        on, off = line._dash_pattern[1]  # matplotlib scales the pattern by the line's width
+        assert on == pytest.approx(5 * 0.9) and off == pytest.approx(4 * 0.9) and off > 3
+    plt.close(fig)

@@ -22,8 +22,11 @@ LM_STYLES = {**STYLES, "hybrid": (PALETTE["vermillion"], "-.", "D"), "based": (P
 # the lab figures' styles (plot_validation, plot_position_bits): eight models on one axis, so no two
 # share a colour (the eight colours of the book's palette, Based's yellow darkened to olive to show
 # on white), and the line style and marker tell apart again the models a colour-blind reader may
-# confuse; a model not listed falls back to LM_STYLES
-LAB_STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "sliding_window": (PALETTE["sky"], "--", "v"),
+# confuse; a model not listed falls back to LM_STYLES. The window model's long, open dashes keep
+# its thin seed lines apart from softmax's solid ones in a near colour (matplotlib's "--" at a
+# thin line's width reads as almost solid)
+WINDOW_DASHES = (0, (5, 4))
+LAB_STYLES = {"softmax": (PALETTE["blue"], "-", "o"), "sliding_window": (PALETTE["sky"], WINDOW_DASHES, "v"),
               "linear": (PALETTE["orange"], ":", "^"), "based": ("#8C7A00", "-.", "s"),
               "gated_deltanet": (PALETTE["purple"], "-", "D"), "kda": (PALETTE["black"], "--", "P"),
               "mamba2": (PALETTE["green"], ":", "X"), "hybrid": (PALETTE["vermillion"], "-.", "*")}
