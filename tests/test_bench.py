@@ -304,13 +304,17 @@ def test_plots_of_the_record_name_lines_as_the_chapter_does_with_legends_off_the
             assert len(texts) == len(set(texts))
             if plot is bench.plot_ratio:
                 assert "d = 128, peer, eager" in texts and "d = 128, peer, compiled" in texts
+                levels = {line.get_ydata()[0] for line in fig.axes[0].get_lines()
+                          if line.get_linestyle() == ":"}
+                assert levels == {1.0, 1.5}  # same speed, and the project's goal
+                assert fig.axes[0].get_ylim()[1] > 1.5
             else:
                 assert {"ours (numba chunkwise)", "peer, eager", "peer, compiled"} <= set(texts)
                 assert bench.OURS not in texts and bench.PEER not in texts
-            if plot is bench.plot_times:  # "(interpolated)", or "(at or below N = 128)"
-                expected = {f"ours overtakes {c['softmax']} (" + (
-                                f"at or below N = {c['sizes'][0]:,})" if c["at_or_below_smallest"]
-                                else "interpolated)")
+            if plot is bench.plot_times:  # "(interpolated)", or "(d = 32: at or below N = 128)"
+                expected = {f"lines cross, {c['softmax']} (" + (
+                                f"d = {c['d']}: at or below N = {c['sizes'][0]:,})"
+                                if c["at_or_below_smallest"] else "interpolated)")
                             for c in record["summary"]["crossover"] if c["crossover_n"] is not None}
                 assert {c["softmax"] for c in record["summary"]["crossover"]} == {
                     bench.SOFTMAX_OURS, bench.SOFTMAX_SDPA}
