@@ -205,7 +205,7 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     def label(row):
         name = "W = " + str(row["window"]) if "window" in row else row["model"]
         return name + (f" ({row['cache_floats']:,} numbers)" if row["cache_floats"] in (1402, 1404) else "")
-    labels = sorted((text.get_text(), text.xy) for text in ax.texts if text.get_text() not in ("chance", "no lookup"))
+    labels = sorted((text.get_text(), text.xy) for text in ax.texts if text.get_text() not in ("chance", "no-lookup accuracy"))
     assert labels == sorted((label(r), (r["cache_floats"], round(r["mean"], 3))) for r in recall.summarise(record))
     assert sorted(ax.get_xticks()) == sorted(x for x, _ in expected if x not in (1402, 1404))
     assert plots.style_of("linear+softmax")[0] == plots.STYLES["linear"][0]
@@ -214,12 +214,12 @@ def test_memory_recall_puts_each_model_and_window_at_its_memory_and_mean():
     assert one[0] == half[0] and one[1] != half[1] and one[2] != half[2]
     plt.close(fig)
     # chance, at one over the number of values; a no-lookup line only where one is given
-    levels = {text.get_text(): text.xy[1] for text in ax.texts if text.get_text() in ("chance", "no lookup")}
+    levels = {text.get_text(): text.xy[1] for text in ax.texts if text.get_text() in ("chance", "no-lookup accuracy")}
     assert levels == {"chance": 1 / study.base.num_values}
     fig = plots.plot_memory_recall(record, no_lookup=0.17)
     dotted = sorted(line.get_ydata()[0] for line in fig.axes[0].get_lines() if line.get_linestyle() == ":")
     assert dotted == sorted([1 / study.base.num_values, 0.17])
-    assert "no lookup" in {text.get_text() for text in fig.axes[0].texts}
+    assert "no-lookup accuracy" in {text.get_text() for text in fig.axes[0].texts}
     plt.close(fig)
     # each seed a small dot just right of its mean: 3 seeds for each of the 4 rows
     fig = plots.plot_memory_recall(record)
@@ -399,3 +399,32 @@ def test_chosen_losses_can_draw_the_no_lookup_loss_dotted_between_the_two_dashed
     assert "no-lookup loss" not in {text.get_text() for text in plain.axes[0].texts}
     assert len([line for line in plain.axes[0].get_lines() if line.get_color() == "gray"]) == 2
     plt.close(plain)
+
+
+def test_chosen_losses_end_each_line_in_its_seed_in_the_panels_asked_only():
+    import matplotlib.pyplot as plt
+
+    study = recall.StudyConfig(base=recall.TINY, pair_counts=(3,), seeds=(0, 1, 2),
+                               models=("linear", "softmax"), learning_rates=(1e-3,),
+                               sweep_models=(), curve_every=3)
+    rng = np.random.default_rng(7)
+    runs = [{**run, "id": study_module.run_id(run), "accuracy": 0.5, "final_loss": 1.0, "state_size": None,
+             "loss_curve": [round(float(x), 4) for x in rng.uniform(0.01, 5, 5)]}
+            for run in recall.planned_runs(study)]
+    record = study_module.study_record(study, "fake", runs, len(runs), 1.0, workers=1)
+    fig = plots.plot_chosen_losses(record, {"a": [("linear", None)], "b": [("softmax", None)]},
+                                   seed_labels=("b",))
+    assert not [text for text in fig.axes[0].texts if text.get_text().startswith("s")]
+    texts = [text for text in fig.axes[1].texts if text.get_text().startswith("s")]
+    ends = sorted((text.get_text(), text.xy, text.get_color()) for text in texts)
+    softmax = sorted((r for r in runs if r["model"] == "softmax"), key=lambda r: r["seed"])
+    # one label per seed, pointing at the last point of its own line (5 points, 3 steps apart)
+    assert ends == [(f"s{r['seed']}", (15, r["loss_curve"][-1]), plots.style_of("softmax")[0])
+                    for r in softmax] and len(ends) == 3
+    # written just right of the end, never lower than its line's end, and spread apart
+    heights = sorted(text.xyann[1] for text in texts)
+    assert all(text.xyann[0] > 15 and text.xyann[1] >= text.xy[1] for text in texts)
+    low, high = fig.axes[1].get_ylim()
+    assert min(np.diff(heights)) >= 0.045 * (high - low) - 1e-9
+    assert fig.axes[1].get_xlim()[1] > 15  # room right of the lines' ends
+    plt.close(fig)

@@ -83,7 +83,8 @@ WINDOW_MARKERS = ("v", "^", "<", ">", "x")
 
 def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str, int | None]]],
                        schedule: bool = False, names: dict[str, str] | None = None,
-                       colours: dict[str, str] | None = None, no_lookup_loss: float | None = None) -> Any:
+                       colours: dict[str, str] | None = None, no_lookup_loss: float | None = None,
+                       seed_labels: tuple[str, ...] = ()) -> Any:
     """The training loss of chosen runs against step: one panel per title, each holding the
     (model, window) pairs listed (window None for every model but the sliding window), a thin
     line per seed, with the guessing loss and half of it dashed in grey and, where
@@ -98,7 +99,9 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
     both figures; the windows share the sliding window's colour and each gets its own line and
     marker (:data:`WINDOW_LINES`, :data:`WINDOW_MARKERS`, widest first). ``names`` maps record keys to the legend's
     names (a key it lacks is shown as is); ``colours`` replaces :func:`style_of`'s colour of the
-    keys it holds (so that models of one family can each have a colour of their own)."""
+    keys it holds (so that models of one family can each have a colour of their own). In the
+    panels whose titles ``seed_labels`` lists, each line ends in its seed, "s0", "s1", ..., in
+    the line's colour, so that a reader can follow one run among many."""
     import matplotlib.pyplot as plt
 
     every = record["config"]["curve_every"]
@@ -123,6 +126,7 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
         fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 0.4, 3.8), sharey=True,
                                  squeeze=False, layout="constrained")
     for ax, (title, chosen) in zip(axes[0], panels.items()):
+        ends: list[tuple[float, int, int, str]] = []  # (final loss, step, seed, colour) per line
         for model, window in chosen:
             runs = [r for r in record["runs"] if r["model"] == model and r.get("window") == window]
             if not runs:
@@ -136,6 +140,8 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
                 label = (display_name(model, names) + (f" (W = {window})" if window else "")) if i == 0 else None
                 ax.plot(steps, run["loss_curve"], color=colour, ls=line, lw=1, label=label, marker=marker,
                         markersize=4, markevery=(i, 4))  # seeds' markers a point apart
+                if title in seed_labels:  # labelled below, once every line is drawn
+                    ends.append((run["loss_curve"][-1], int(steps[-1]), run["seed"], colour))
         levels = [(guess, "guessing loss", "--"), (guess / 2, "half of it", "--")]
         if no_lookup_loss is not None:
             levels.insert(1, (no_lookup_loss, "no-lookup loss", ":"))
@@ -143,6 +149,14 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
             ax.axhline(level, color="gray", lw=0.8, ls=style)
             ax.annotate(name, (0, level), xytext=(2, 2 if style == "--" else -9), textcoords="offset points",
                         xycoords=("axes fraction", "data"), fontsize=7, color="#444444")
+        if ends:  # each line's seed just right of its end, lines ending close together spread apart
+            low, high = ax.get_ylim()
+            gap, placed = 0.045 * (high - low), float("-inf")
+            for loss, step, seed, colour in sorted(ends):
+                placed = max(loss, placed + gap)
+                ax.annotate(f"s{seed}", (step, loss), xytext=(step * 1.012, placed), textcoords="data",
+                            fontsize=6, color=colour, va="center")
+            ax.set_xlim(right=max(step for _, step, _, _ in ends) * 1.08)  # room for the labels
         ax.set(xlabel="" if schedule else "training step", title=title)
         ax.legend(fontsize=7, loc="lower left", handlelength=3)
     axes[0][0].set_ylabel(f"loss (nats), {every}-step mean")
@@ -338,7 +352,7 @@ def plot_memory_recall(record: dict[str, Any], names: dict[str, str] | None = No
                     textcoords="offset points", fontsize=7, color="#333333", ha="right" if left else "left")
     lines = {"chance": 1 / config["base"]["num_values"]}
     if no_lookup is not None:
-        lines["no lookup"] = no_lookup
+        lines["no-lookup accuracy"] = no_lookup
     for text, level in lines.items():
         ax.axhline(level, color="gray", lw=0.8, ls=":")
         ax.annotate(text, (1, level), xytext=(-2, -9 if text == "chance" else 3), textcoords="offset points",
