@@ -153,34 +153,20 @@ def plot_ratio(record: dict) -> Any:
     return fig
 
 
-def crossover_label(entry: dict) -> str:
-    """The legend's name for one crossover of the record, where the lines cross with no noise
-    margin: "(interpolated)" between two measured lengths, or "(d = ...: at or below N = ...)"
-    where ours was already the faster at the shortest length (a width's own panel only)."""
-    where = (f"d = {entry['d']}: at or below N = {entry['sizes'][0]:,}" if entry.get("at_or_below_smallest")
-             else "interpolated")
-    return f"lines cross, {label(entry['softmax'])} ({where})"
-
-
 def plot_times(record: dict, highlight: Iterable[str] | None = TIMES_ARGUED) -> Any:
     """Time per call against N on log-log axes: linear (ours, peer) against softmax (ours, SDPA,
-    materialised), one panel per d, with the crossovers marked: a dotted line where ours becomes
-    faster than a softmax kernel, at the N interpolated between the two lengths that bracket it
-    (or at the shortest length, when ours is already faster there). The methods of ``highlight``
-    (ours and the two softmax kernels the crossovers are taken against, by default; None: every
-    method) are coloured, the others (the peers, numpy's softmax) thin and grey."""
+    materialised), one panel per d. The crossings are not drawn (several per panel could not be
+    told apart; chapter 9 tabulates them). The methods of ``highlight`` (ours and the two
+    softmax kernels the crossovers are taken against, by default; None: every method) are
+    coloured, the others (the peers, numpy's softmax) thin and grey."""
     names = (OURS, PEER, PEER_COMPILED, SOFTMAX_OURS, SOFTMAX_SDPA, "numpy softmax")
     fig, panels = _method_panels(record, names, lambda row: 1e3 * row["median_s"], "time per call (ms, median)",
                                  highlight)
-    for d, ax in panels.items():
-        for entry in record["summary"]["crossover"]:
-            if entry["d"] == d and entry["crossover_n"] is not None:
-                ax.axvline(entry["crossover_n"], color=_STYLE[entry["softmax"]][0], lw=0.8, ls=":",
-                           label=crossover_label(entry))
+    for ax in panels.values():
         ax.set_xscale("log")
         ax.set_yscale("log")
     _legend_below(fig, panels.values(), ncol=4)
-    fig.suptitle("Causal attention, linear vs softmax (dotted: where the lines cross, no noise margin). " + _label(record), fontsize=8)
+    fig.suptitle("Causal attention, linear vs softmax. " + _label(record), fontsize=8)
     return fig
 
 
