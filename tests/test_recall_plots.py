@@ -424,6 +424,7 @@ def test_chosen_losses_end_each_line_in_its_seed_in_the_panels_asked_only():
     # written just right of the end, never lower than its line's end, and spread apart
     heights = sorted(text.xyann[1] for text in texts)
     assert all(text.xyann[0] > 15 and text.xyann[1] >= text.xy[1] for text in texts)
+    assert all(text.get_bbox_patch().get_facecolor()[:3] == (1, 1, 1) for text in texts)  # white box
     low, high = fig.axes[1].get_ylim()
     assert min(np.diff(heights)) >= 0.045 * (high - low) - 1e-9
     assert fig.axes[1].get_xlim()[1] > 15  # room right of the lines' ends

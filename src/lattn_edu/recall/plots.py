@@ -101,7 +101,8 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
     names (a key it lacks is shown as is); ``colours`` replaces :func:`style_of`'s colour of the
     keys it holds (so that models of one family can each have a colour of their own). In the
     panels whose titles ``seed_labels`` lists, each line ends in its seed, "s0", "s1", ..., in
-    the line's colour, so that a reader can follow one run among many."""
+    the line's colour on a white box (so that a grey level line behind it does not strike it
+    through), so that a reader can follow one run among many."""
     import matplotlib.pyplot as plt
 
     every = record["config"]["curve_every"]
@@ -155,7 +156,8 @@ def plot_chosen_losses(record: dict[str, Any], panels: dict[str, list[tuple[str,
             for loss, step, seed, colour in sorted(ends):
                 placed = max(loss, placed + gap)
                 ax.annotate(f"s{seed}", (step, loss), xytext=(step * 1.012, placed), textcoords="data",
-                            fontsize=6, color=colour, va="center")
+                            fontsize=6, color=colour, va="center", zorder=5,  # over the grey lines
+                            bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"})
             ax.set_xlim(right=max(step for _, step, _, _ in ends) * 1.08)  # room for the labels
         ax.set(xlabel="" if schedule else "training step", title=title)
         ax.legend(fontsize=7, loc="lower left", handlelength=3)
