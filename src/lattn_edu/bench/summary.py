@@ -149,7 +149,8 @@ def decode_heads(rows: list[dict], itemsize: int = 4) -> int:
     counts = {r["bytes_held"] / (itemsize * (r["d"] * r["d"] + r["d"])) for r in rows
               if r["method"] == "LinearAttentionState.step"}
     if len(counts) != 1 or not float(next(iter(counts))).is_integer():
-        raise ValueError(f"the states held {sorted(counts)} heads' worth of bytes")
+        raise ValueError(f"rows must be decoding rows whose states all held one whole number of heads' "
+                         f"bytes; got {sorted(counts)} heads' worth")
     return int(next(iter(counts)))
 
 
